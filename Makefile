@@ -1,0 +1,44 @@
+# Two commands set everything up on a fresh machine: `make serve` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+DATA_DIR ?= ./data
+
+.PHONY: serve test test-slow lint typecheck bench fuzz soak clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+serve: $(STAMP)
+	SERVICE_DATA_DIR=$${SERVICE_DATA_DIR:-$(DATA_DIR)} $(PY) -m service
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+# pytest exits 5 when it collected nothing; that is not a failure of the code.
+test: lint typecheck
+	$(PY) -m pytest -n 2 -m "not slow"; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -m slow; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+fuzz: $(STAMP)
+	$(PY) -m pip install -q atheris
+	$(PY) fuzz/fuzz_journal_reader.py -max_total_time=$${FUZZ_SECONDS:-60}
+
+soak: $(STAMP)
+	$(PY) -m pytest -m slow tests/crash -k soak
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache

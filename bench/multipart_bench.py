@@ -1,0 +1,160 @@
+"""Multipart benchmark (issue 5): a parallel multipart upload beside a single PUT.
+
+In one run, interleaved (single PUT, multipart, copy; three rounds), on a strict server:
+
+- a 1 GiB upload through ``/multipart`` in 8 MiB parts, 4 parts in flight on 4 keep-alive
+  connections, timed from ``init`` to the answer of ``complete``; its MiB/s beside a single
+  1 GiB PUT of the same bytes (target >= 0.8x);
+- how long ``complete`` alone takes (join the parts in one pass, SHA-256 them, fsync)
+  beside a plain copy + fsync of a 1 GiB file on the same disk (target <= 1.5x).
+
+Bodies are sent with ``sendfile`` from a data file in the page cache, as in the server bench.
+
+Thread-safety: ``upload_multipart`` runs its part uploads on its own threads, one
+connection each; everything else is one thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from bench import (
+    FULL,
+    MIB,
+    Profile,
+    Row,
+    compare,
+    file_windows,
+    interleave,
+    make_data_file,
+    scratch_dir,
+)
+from bench.anchors import copy_fsync
+from bench.loadgen import HttpConnection
+from bench.server_bench import BUCKET, auth_headers, put_from_file, size_label, start_server
+from tests.serverproc import ServerProcess
+
+PARALLEL = 4
+
+
+@dataclass(frozen=True)
+class MultipartTiming:
+    total: float
+    """Seconds from ``init`` sent to ``complete`` answered."""
+    complete: float
+    """Seconds ``complete`` took alone."""
+
+
+def _call_json(server: ServerProcess, path: str, body: dict[str, object], status: int) -> dict:  # type: ignore[type-arg]
+    headers = {**auth_headers(server), "Content-Type": "application/json"}
+    with HttpConnection(server.port) as connection:
+        response = connection.request("POST", path, headers, json.dumps(body).encode())
+    if response.status != status:
+        raise RuntimeError(f"POST {path}: {response.status} {response.body[:300]!r}")
+    result: dict = json.loads(response.body)  # type: ignore[type-arg]
+    return result
+
+
+def upload_multipart(
+    server: ServerProcess,
+    key: str,
+    fd: int,
+    file_size: int,
+    size: int,
+    part_bytes: int,
+    parallel: int = PARALLEL,
+) -> MultipartTiming:
+    """Upload ``size`` bytes of the repeated data file as ``key`` through multipart."""
+    started = time.perf_counter()
+    upload_id = _call_json(server, "/api/v1/multipart/init", {"bucket": BUCKET, "key": key}, 201)[
+        "upload_id"
+    ]
+    numbers = iter(range(1, -(-size // part_bytes) + 1))
+    lock = threading.Lock()
+    etags: dict[int, str] = {}
+
+    def sender() -> None:
+        with HttpConnection(server.port) as connection:
+            while True:
+                with lock:
+                    number = next(numbers, None)
+                if number is None:
+                    return
+                first = (number - 1) * part_bytes
+                response = connection.upload(
+                    "PUT",
+                    f"/api/v1/multipart/{upload_id}/part?partNumber={number}",
+                    auth_headers(server),
+                    fd,
+                    file_windows(first, min(part_bytes, size - first), file_size),
+                )
+                if response.status != 200:
+                    raise RuntimeError(f"part {number}: {response.status} {response.body[:300]!r}")
+                etags[number] = json.loads(response.body)["etag"]
+
+    with ThreadPoolExecutor(parallel) as pool:
+        for future in [pool.submit(sender) for _ in range(parallel)]:
+            future.result()
+    parts = [{"part_number": number, "etag": etags[number]} for number in sorted(etags)]
+    complete_started = time.perf_counter()
+    _call_json(server, f"/api/v1/multipart/{upload_id}/complete", {"parts": parts}, 200)
+    done = time.perf_counter()
+    return MultipartTiming(total=done - started, complete=done - complete_started)
+
+
+def run(profile: Profile = FULL) -> list[Row]:
+    size = profile.big_bytes
+    with scratch_dir("multipart-") as scratch, ExitStack() as stack:
+        data = make_data_file(os.path.join(scratch, "data.bin"), size)
+        fd = os.open(data, os.O_RDONLY)
+        stack.callback(os.close, fd)
+        copies = os.path.join(scratch, "copies")
+        os.makedirs(copies)
+        server = start_server(stack, os.path.join(scratch, "server"), "strict")
+        timings: list[MultipartTiming] = []
+        keys = itertools.count()
+
+        def multipart() -> float:
+            timings.append(
+                upload_multipart(
+                    server, f"multipart-{next(keys)}", fd, size, size, profile.part_bytes
+                )
+            )
+            return timings[-1].total
+
+        seconds = interleave(
+            {
+                "single": lambda: put_from_file(server, f"single-{next(keys)}", fd, [(0, size)]),
+                "multipart": multipart,
+                "copy": lambda: copy_fsync(data, copies),
+            },
+            profile.repeats,
+        )
+    mib = size / MIB
+    label = size_label(size)
+    return [
+        compare(
+            f"{label} multipart, {size_label(profile.part_bytes)} parts, {PARALLEL} in parallel",
+            [mib / value for value in seconds["multipart"]],
+            "MiB/s",
+            anchor=f"single {label} PUT, same run",
+            anchor_values=[mib / value for value in seconds["single"]],
+            target=0.8,
+        ),
+        compare(
+            f"complete of {label} (join + SHA-256 + fsync)",
+            [timing.complete for timing in timings],
+            "s",
+            anchor="file copy + fsync",
+            anchor_values=seconds["copy"],
+            target=1.5,
+            lower_is_better=True,
+        ),
+    ]

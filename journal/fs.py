@@ -1,0 +1,334 @@
+"""The file-system seam: every file operation of the journal and of the payload store.
+
+Why a seam: durability bugs live in the gap between what a program wrote and what a disk
+keeps after a power loss. Routing every ``open``/``write``/``fsync``/``rename``/``unlink``
+through one small interface lets tests substitute a simulated file system that remembers
+what is only cached and what is durable, crashes at operation *k*, or fails with EIO or
+ENOSPC (see ``journal.simfs``). A test walks the source tree and fails on any direct
+``os``/``open``/``shutil`` file call outside this module.
+
+Thread-safety: ``RealFileSystem`` holds no state; each file object is used by one thread
+at a time (the caller's executor job).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as stat_module
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """The few attributes of a file the callers need."""
+
+    size: int
+    mtime: float
+    is_dir: bool
+
+
+class WritableFile(Protocol):
+    """A file opened for writing at its end."""
+
+    @property
+    def path(self) -> str: ...
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        """Write all of ``data`` (looping over short writes); return its length."""
+        ...
+
+    def fsync(self) -> None:
+        """Make everything written so far durable."""
+        ...
+
+    def truncate(self, size: int) -> None:
+        """Cut the file to ``size`` bytes and continue writing there."""
+        ...
+
+    def tell(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class ReadableFile(Protocol):
+    """A file opened for reading, with random access."""
+
+    @property
+    def path(self) -> str: ...
+
+    def read(self, size: int = -1) -> bytes:
+        """Read up to ``size`` bytes from the current offset (all when negative)."""
+        ...
+
+    def readinto(self, buffer: bytearray | memoryview) -> int: ...
+
+    def seek(self, offset: int) -> None: ...
+
+    def size(self) -> int: ...
+
+    def fileno(self) -> int | None:
+        """The OS descriptor for zero-copy paths (``os.sendfile``), or None if simulated."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class FileSystem(Protocol):
+    """Every file-system operation the journal and the payload store perform."""
+
+    def create(self, path: str, mode: int = 0o644) -> WritableFile:
+        """Create a new, empty file; fails with FileExistsError if it exists.
+
+        ``mode`` (less the umask) applies from the first instant, so a secret file is never
+        readable by others, not even while it is still empty.
+        """
+        ...
+
+    def open_append(self, path: str) -> WritableFile:
+        """Open an existing file (or create it) for writing at its end."""
+        ...
+
+    def open_read(self, path: str) -> ReadableFile: ...
+
+    def rename(self, source: str, target: str) -> None:
+        """Atomically replace ``target`` by ``source`` (same file system)."""
+        ...
+
+    def unlink(self, path: str) -> None: ...
+
+    def mkdir(self, path: str) -> None:
+        """Create a directory and missing parents; no error if it exists."""
+        ...
+
+    def rmdir(self, path: str) -> None:
+        """Remove an empty directory."""
+        ...
+
+    def listdir(self, path: str) -> list[str]: ...
+
+    def stat(self, path: str) -> FileStat: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def truncate(self, path: str, size: int) -> None: ...
+
+    def fsync_dir(self, path: str) -> None:
+        """Make the directory's entries (creations, renames, unlinks) durable."""
+        ...
+
+    def fsync_file(self, path: str) -> None:
+        """Make the data of the existing file ``path`` durable (no handle needed).
+
+        For files written earlier without an fsync (balanced durability) that must be
+        durable now; FileNotFoundError if the file is gone.
+        """
+        ...
+
+    def copy_range(self, source: ReadableFile, target: WritableFile, count: int) -> int:
+        """Copy ``count`` bytes from ``source``'s offset to ``target``'s end; return copied."""
+        ...
+
+    def disk_usage(self, path: str) -> tuple[int, int]:
+        """(total_bytes, free_bytes) of the file system holding ``path``."""
+        ...
+
+
+def make_dirs_durably(fs: FileSystem, path: str) -> None:
+    """Create ``path`` and its missing parents, fsyncing each new entry into its parent.
+
+    Why: ``mkdir`` only changes the parent directory, which a power loss may forget; a data
+    directory whose own entry vanished takes every file in it along, however carefully
+    those files were synced.
+    """
+    missing = []
+    current = os.path.normpath(path)
+    while not fs.exists(current):
+        missing.append(current)
+        parent = os.path.dirname(current) or "."
+        if parent == current:
+            break
+        current = parent
+    fs.mkdir(path)
+    for created in reversed(missing):
+        fs.fsync_dir(os.path.dirname(created) or ".")  # the new entry, top down
+
+
+class _RealWritableFile:
+    __slots__ = ("_fd", "_path")
+
+    def __init__(self, path: str, fd: int) -> None:
+        self._path = path
+        self._fd = fd
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        view = memoryview(data)
+        total = len(view)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        return total
+
+    def fsync(self) -> None:
+        os.fsync(self._fd)
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self._fd, size)
+        os.lseek(self._fd, size, os.SEEK_SET)
+
+    def tell(self) -> int:
+        return os.lseek(self._fd, 0, os.SEEK_CUR)
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+
+class _RealReadableFile:
+    __slots__ = ("_fd", "_path")
+
+    def __init__(self, path: str, fd: int) -> None:
+        self._path = path
+        self._fd = fd
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def read(self, size: int = -1) -> bytes:
+        if size >= 0:
+            return os.read(self._fd, size)
+        chunks = []
+        while chunk := os.read(self._fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:
+        return os.readv(self._fd, [buffer])
+
+    def seek(self, offset: int) -> None:
+        os.lseek(self._fd, offset, os.SEEK_SET)
+
+    def size(self) -> int:
+        return os.fstat(self._fd).st_size
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+
+# copy_file_range is refused across file systems and by some (overlayfs, old kernels).
+_NO_COPY_FILE_RANGE = frozenset(
+    {errno.EXDEV, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.ETXTBSY}
+)
+
+
+def _copy_by_reading(source_fd: int, target_fd: int, count: int) -> int:
+    copied = 0
+    while copied < count:
+        chunk = os.read(source_fd, min(count - copied, 1 << 20))
+        if not chunk:
+            break
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(target_fd, view) :]
+        copied += len(chunk)
+    return copied
+
+
+class RealFileSystem:
+    """The operating system's file system."""
+
+    _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    _APPEND_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+
+    def create(self, path: str, mode: int = 0o644) -> WritableFile:
+        return _RealWritableFile(path, os.open(path, self._CREATE_FLAGS, mode))
+
+    def open_append(self, path: str) -> WritableFile:
+        fd = os.open(path, self._APPEND_FLAGS, 0o644)
+        os.lseek(fd, 0, os.SEEK_END)
+        return _RealWritableFile(path, fd)
+
+    def open_read(self, path: str) -> ReadableFile:
+        return _RealReadableFile(path, os.open(path, self._READ_FLAGS))
+
+    def rename(self, source: str, target: str) -> None:
+        os.replace(source, target)
+
+    def unlink(self, path: str) -> None:
+        os.unlink(path)
+
+    def mkdir(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    def rmdir(self, path: str) -> None:
+        os.rmdir(path)
+
+    def listdir(self, path: str) -> list[str]:
+        return os.listdir(path)
+
+    def stat(self, path: str) -> FileStat:
+        result = os.stat(path)
+        return FileStat(
+            size=result.st_size,
+            mtime=result.st_mtime,
+            is_dir=stat_module.S_ISDIR(result.st_mode),
+        )
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def truncate(self, path: str, size: int) -> None:
+        os.truncate(path, size)
+
+    def fsync_dir(self, path: str) -> None:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def fsync_file(self, path: str) -> None:
+        fd = os.open(path, self._READ_FLAGS)
+        try:
+            os.fsync(fd)  # Linux flushes a file's dirty pages through any descriptor
+        finally:
+            os.close(fd)
+
+    def copy_range(self, source: ReadableFile, target: WritableFile, count: int) -> int:
+        source_fd = source.fileno()
+        target_fd = getattr(target, "fileno", lambda: None)()
+        if source_fd is None or target_fd is None:
+            raise TypeError("RealFileSystem.copy_range needs real files")
+        copied = 0
+        while copied < count:
+            want = min(count - copied, 1 << 30)
+            try:
+                step = os.copy_file_range(source_fd, target_fd, want)
+            except OSError as exc:
+                if exc.errno not in _NO_COPY_FILE_RANGE:
+                    raise
+                return copied + _copy_by_reading(source_fd, target_fd, count - copied)
+            if step == 0:
+                break
+            copied += step
+        return copied
+
+    def disk_usage(self, path: str) -> tuple[int, int]:
+        result = os.statvfs(path)
+        return result.f_blocks * result.f_frsize, result.f_bavail * result.f_frsize

@@ -1,0 +1,145 @@
+"""Python client for the object storage service (contract: docs/client.md, API.md v1).
+
+    from service.client import ServiceClient
+
+    with ServiceClient("http://bk_ID:sk_SECRET@127.0.0.1:9000") as client:
+        bucket = client.bucket("photos")
+        bucket.put("cat.jpg", open("cat.jpg", "rb"), content_type="image/jpeg")
+
+``ServiceClient`` (sync, httpx.Client) and ``AsyncServiceClient`` (asyncio,
+httpx.AsyncClient) run the same request-building and response-parsing code: each operation
+is a generator of steps (``_flow``) that a sync or an async driver performs. Everything
+public is re-exported here from small private modules; ``tests/client`` checks ``__all__``.
+"""
+
+from __future__ import annotations
+
+from service.client._async_client import (
+    AsyncAccessKeys,
+    AsyncBucketClient,
+    AsyncBuckets,
+    AsyncMultipartUpload,
+    AsyncServiceClient,
+    AsyncUsers,
+    AsyncVideos,
+)
+from service.client._client import (
+    AccessKeys,
+    BucketClient,
+    Buckets,
+    MultipartUpload,
+    ServiceClient,
+    Users,
+    Videos,
+)
+from service.client._documents import UNSET
+from service.client._download import AsyncObjectStream, ObjectStream
+from service.client._exceptions import (
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    ConnectionFailedError,
+    InsufficientStorageError,
+    IntegrityError,
+    InternalServerError,
+    InvalidRangeError,
+    LengthRequiredError,
+    MethodNotAllowedError,
+    NotFoundError,
+    NotModifiedError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    PreconditionFailedError,
+    QuotaExceededError,
+    RequestTimeoutError,
+    ServerError,
+    ServiceError,
+    ServiceUnavailableError,
+    TransportError,
+    UnexpectedResponseError,
+    UnsupportedMediaTypeError,
+)
+from service.client._headers import ObjectHeaders
+from service.client._models import (
+    AccessKey,
+    Bucket,
+    BucketUsage,
+    Health,
+    Job,
+    ListPage,
+    Object,
+    ObjectVersion,
+    OptimizedImage,
+    Part,
+    PresignedUrl,
+    Rendition,
+    Session,
+    Share,
+    Token,
+    User,
+    VersionPage,
+)
+from service.client._ranges import ByteRange, ContentRange
+
+__all__ = [
+    "UNSET",
+    "AccessKey",
+    "AccessKeys",
+    "AsyncAccessKeys",
+    "AsyncBucketClient",
+    "AsyncBuckets",
+    "AsyncMultipartUpload",
+    "AsyncObjectStream",
+    "AsyncServiceClient",
+    "AsyncUsers",
+    "AsyncVideos",
+    "AuthenticationError",
+    "BadRequestError",
+    "Bucket",
+    "BucketClient",
+    "BucketUsage",
+    "Buckets",
+    "ByteRange",
+    "ConflictError",
+    "ConnectionFailedError",
+    "ContentRange",
+    "Health",
+    "InsufficientStorageError",
+    "IntegrityError",
+    "InternalServerError",
+    "InvalidRangeError",
+    "Job",
+    "LengthRequiredError",
+    "ListPage",
+    "MethodNotAllowedError",
+    "MultipartUpload",
+    "NotFoundError",
+    "NotModifiedError",
+    "Object",
+    "ObjectHeaders",
+    "ObjectStream",
+    "ObjectVersion",
+    "OptimizedImage",
+    "Part",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "PreconditionFailedError",
+    "PresignedUrl",
+    "QuotaExceededError",
+    "Rendition",
+    "RequestTimeoutError",
+    "ServerError",
+    "ServiceClient",
+    "ServiceError",
+    "ServiceUnavailableError",
+    "Session",
+    "Share",
+    "Token",
+    "TransportError",
+    "UnexpectedResponseError",
+    "UnsupportedMediaTypeError",
+    "User",
+    "Users",
+    "VersionPage",
+    "Videos",
+]

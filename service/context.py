@@ -1,0 +1,97 @@
+"""What every handler shares: configuration, engine, observability, secrets, limits.
+
+One ``AppContext`` per server, handed to handlers through Tornado's ``initialize`` (route
+keyword arguments), never through globals.
+
+Thread-safety: event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import time
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+from service.auth import LoginThrottle
+from service.config import Config
+from service.engine import Engine
+from service.errors import ApiError
+from service.observability import Metrics, PerformanceRecorder, log_access
+
+if TYPE_CHECKING:
+    from service.http.base import ApiHandler
+
+log = logging.getLogger("service")
+
+UPLOAD_SLOTS_RETRY_AFTER = "2"
+
+
+class AppContext:
+    """Shared server objects and the bookkeeping of in-flight uploads."""
+
+    def __init__(
+        self,
+        config: Config,
+        engine: Engine,
+        metrics: Metrics,
+        performance: PerformanceRecorder,
+        server_secret: bytes,
+    ) -> None:
+        self.config = config
+        self.engine = engine
+        self.metrics = metrics
+        self.performance = performance
+        self.server_secret = server_secret
+        self.login_throttle = LoginThrottle()
+        self.started_at = time.time()
+        self.uploads_in_flight: dict[ApiHandler, float] = {}
+        """Handler -> monotonic time its body last delivered bytes (read by the watchdog)."""
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coroutine`` in the background, keeping a reference until it ends."""
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def cut_stalled_uploads(self) -> None:
+        """Close connections whose request body delivered nothing for ``idle_timeout``.
+
+        A stalled or slow-drip upload otherwise holds a staging file and an upload slot
+        forever; closing the connection makes the handler discard its staging file.
+        """
+        deadline = time.monotonic() - self.config.idle_timeout
+        stalled = [handler for handler, last in self.uploads_in_flight.items() if last < deadline]
+        for handler in stalled:
+            log.warning("request %s: upload stalled; closing the connection", handler.request_id)
+            self.uploads_in_flight.pop(handler, None)
+            handler.request.connection.close()  # type: ignore[union-attr]
+
+    def storage_error(self, exc: OSError) -> ApiError:
+        """The contract's answer to a failed payload write."""
+        if exc.errno == errno.ENOSPC:
+            return ApiError("InsufficientStorage", "the disk is full; nothing was stored")
+        return ApiError("InternalError", "writing the payload failed", log_detail=repr(exc))
+
+    def observe_request(self, handler: ApiHandler) -> None:
+        """Count and log one finished request."""
+        status = handler.get_status()
+        duration = time.perf_counter() - handler.started_at
+        method = handler.request.method or "-"
+        self.metrics.observe_request(
+            handler.route_name, method, status, duration, handler.bytes_in, handler.bytes_out
+        )
+        log_access(
+            request_id=handler.request_id,
+            method=method,
+            route=handler.route_name,
+            status=status,
+            bytes_in=handler.bytes_in,
+            bytes_out=handler.bytes_out,
+            duration_s=duration,
+            credential=handler.credential_id,
+            remote=handler.request.remote_ip,
+        )

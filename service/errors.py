@@ -1,0 +1,74 @@
+"""The server's one error type and the contract's code-to-status table.
+
+Handlers and the engine raise ``ApiError(code, message)``; ``service.http.base`` is the one
+place that turns it (and anything unexpected) into the contract's JSON error body. The
+message is shown to clients, so it never carries secrets, paths or tracebacks; anything
+meant only for operators goes to ``log_detail``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+STATUS_BY_CODE: Mapping[str, int] = {
+    "InvalidArgument": 400,
+    "InvalidBucketName": 400,
+    "InvalidKey": 400,
+    "InvalidPartNumber": 400,
+    "InvalidPart": 400,
+    "InvalidPartOrder": 400,
+    "BadDigest": 400,
+    "MalformedJSON": 400,
+    "Unauthorized": 401,
+    "AccessDenied": 403,
+    "SignatureExpired": 403,
+    "SignatureInvalid": 403,
+    "AccountDisabled": 403,
+    "NoSuchBucket": 404,
+    "NoSuchKey": 404,
+    "NoSuchVersion": 404,
+    "NoSuchUpload": 404,
+    "NoSuchUser": 404,
+    "NoSuchAccessKey": 404,
+    "NoSuchJob": 404,
+    "NoSuchShare": 404,
+    "NotFound": 404,
+    "MethodNotAllowed": 405,
+    "BucketAlreadyExists": 409,
+    "BucketNotEmpty": 409,
+    "UserAlreadyExists": 409,
+    "InvalidState": 409,
+    "LengthRequired": 411,
+    "PreconditionFailed": 412,
+    "EntityTooLarge": 413,
+    "QuotaExceeded": 413,
+    "UnsupportedMediaType": 415,
+    "InvalidRange": 416,
+    "InternalError": 500,
+    "ServiceUnavailable": 503,
+    "InsufficientStorage": 507,
+}
+
+
+class ApiError(Exception):
+    """An error answered to the client in the contract's shape."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        log_detail: str | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.status = STATUS_BY_CODE[code]
+        self.message = message
+        self.headers = dict(headers or {})
+        self.log_detail = log_detail
+
+
+def error_body(code: str, message: str, request_id: str) -> dict[str, dict[str, str]]:
+    """The contract's error body."""
+    return {"error": {"code": code, "message": message, "request_id": request_id}}

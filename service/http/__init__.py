@@ -1,0 +1,1 @@
+"""The HTTP layer: one module per resource, all built on ``base.ApiHandler``."""

@@ -1,0 +1,224 @@
+"""The base request handler: request ids, JSON in and out, and the one error renderer.
+
+Every handler of the API derives from ``ApiHandler``. It guarantees the contract's
+conventions for every response, including Tornado's own 404/405/400 paths: an
+``X-Request-Id`` header, and for every status >= 400 with a body the JSON error shape
+``{"error": {"code", "message", "request_id"}}``. Unexpected exceptions become a generic
+500 InternalError; the traceback goes to the server log only, never to the client.
+
+Thread-safety: handlers live on the event-loop thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import time
+from typing import Any
+
+import tornado.web
+from tornado.http1connection import HTTP1Connection
+
+from service.auth import Action, Principal, Resource, Scope, authorize
+from service.context import AppContext
+from service.errors import ApiError, error_body
+from service.http.authn import authenticate
+
+log = logging.getLogger("service.http")
+
+_REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+_TORNADO_STATUS_CODES = {
+    400: "InvalidArgument",
+    401: "Unauthorized",
+    403: "AccessDenied",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    411: "LengthRequired",
+    413: "EntityTooLarge",
+    416: "InvalidRange",
+    503: "ServiceUnavailable",
+}
+
+_JSON_MAX_BYTES = 1024 * 1024
+BODYLESS_METHODS = ("GET", "HEAD", "DELETE")
+
+
+def new_request_id() -> str:
+    """A short random request id."""
+    return secrets.token_hex(8)
+
+
+class ApiHandler(tornado.web.RequestHandler):
+    """Base of every API handler."""
+
+    ctx: AppContext
+    route_name: str = "unknown"
+    """The route template used as the metrics label (never the raw path)."""
+    public: bool = False
+    """Served without credentials (health, presigned and share requests decide themselves)."""
+    principal: Principal
+
+    def initialize(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self.started_at = time.perf_counter()
+        self.request_id = self._incoming_request_id() or new_request_id()
+        self.credential_id: str | None = None
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.holds_upload_slot = False
+        self.set_header("X-Request-Id", self.request_id)
+
+    async def prepare(self) -> None:
+        """Cap bodies of body-less methods, then authenticate every non-public request."""
+        if self.request.method in BODYLESS_METHODS:
+            self.set_max_body_size(0)
+        if not self.public:
+            self.set_principal(self.authenticate())
+
+    def authenticate(self) -> Principal:
+        """The caller's principal (overridden where presigned or share URLs are accepted)."""
+        return authenticate(self.ctx.engine.state, self.ctx.server_secret, self.request)
+
+    def set_max_body_size(self, limit: int) -> None:
+        """Cap this request's body (Tornado's server-wide cap suits JSON bodies only)."""
+        connection = self.request.connection
+        if isinstance(connection, HTTP1Connection):
+            connection.set_max_body_size(limit)
+
+    def set_principal(self, principal: Principal) -> None:
+        self.principal = principal
+        self.credential_id = principal.credential_id
+
+    def authorize(self, action: Action, *, bucket: str | None = None) -> None:
+        """The one authorisation check: may the caller do ``action`` (on ``bucket``)?
+
+        A bucket that does not exist is left to the operation, which answers NoSuchBucket.
+        """
+        if action.scope is Scope.BUCKET:
+            if bucket is None:
+                raise ValueError(f"{action.value} needs a bucket")
+            record = self.ctx.engine.state.get_bucket(bucket)
+            if record is None:
+                return
+            authorize(self.principal, action, Resource.bucket(record.owner))
+        else:
+            authorize(self.principal, action, Resource.service())
+
+    # -- upload slots -----------------------------------------------------------------
+
+    def acquire_upload_slot(self) -> None:
+        """Count this request among the bodies streamed at once, or 503 beyond the cap."""
+        uploads = self.ctx.uploads_in_flight
+        if len(uploads) >= self.ctx.config.max_concurrent_uploads:
+            raise ApiError(
+                "ServiceUnavailable",
+                "too many uploads in progress; retry shortly",
+                headers={"Retry-After": "2"},
+            )
+        uploads[self] = time.monotonic()
+        self.holds_upload_slot = True
+
+    def touch_upload(self) -> None:
+        """Record that the body just delivered bytes (the stall watchdog reads this)."""
+        if self.holds_upload_slot:
+            self.ctx.uploads_in_flight[self] = time.monotonic()
+
+    def release_upload_slot(self) -> None:
+        if self.holds_upload_slot:
+            self.holds_upload_slot = False
+            self.ctx.uploads_in_flight.pop(self, None)
+
+    def _incoming_request_id(self) -> str | None:
+        value = self.request.headers.get("X-Request-Id")
+        if value and _REQUEST_ID_PATTERN.match(value):
+            return value
+        return None
+
+    def set_default_headers(self) -> None:
+        self.set_header("Server", "service")
+        self.set_header("Cache-Control", "no-store")
+
+    def clear(self) -> None:
+        """Reset headers (Tornado calls this before an error) but keep the request id."""
+        super().clear()
+        request_id = getattr(self, "request_id", None)
+        if request_id:
+            self.set_header("X-Request-Id", request_id)
+
+    # -- JSON -------------------------------------------------------------------------
+
+    def json_body(self) -> dict[str, Any]:
+        """The request body parsed as a JSON object, or 400 MalformedJSON."""
+        body = self.request.body or b""
+        if len(body) > _JSON_MAX_BYTES:
+            raise ApiError("EntityTooLarge", "JSON body too large")
+        if not body.strip():
+            return {}
+        try:
+            parsed = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ApiError("MalformedJSON", f"request body is not valid JSON: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise ApiError("MalformedJSON", "request body must be a JSON object")
+        return parsed
+
+    def send_json(self, status: int, payload: Any) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.finish(json.dumps(payload, separators=(",", ":"), ensure_ascii=False))
+
+    # -- errors -----------------------------------------------------------------------
+
+    def send_api_error(self, error: ApiError) -> None:
+        """Answer with ``error`` in the contract's shape (headers only for HEAD)."""
+        if self._finished:
+            return
+        self.clear()
+        self.set_status(error.status)
+        for name, value in error.headers.items():
+            self.set_header(name, value)
+        if error.log_detail:
+            log.warning("request %s: %s", self.request_id, error.log_detail)
+        if self.request.method == "HEAD" or error.status == 304:
+            self.finish()
+            return
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.finish(json.dumps(error_body(error.code, error.message, self.request_id)))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc_info = kwargs.get("exc_info")
+        error = exc_info[1] if exc_info else None
+        if isinstance(error, ApiError):
+            self.send_api_error(error)
+            return
+        if isinstance(error, tornado.web.HTTPError):
+            code = _TORNADO_STATUS_CODES.get(status_code)
+            if code is None:
+                code = "InternalError" if status_code >= 500 else "InvalidArgument"
+            self.send_api_error(ApiError(code, error.reason or self._reason))
+            return
+        self.send_api_error(ApiError("InternalError", "internal error"))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, ApiError):
+            return
+        if isinstance(value, tornado.web.HTTPError) and value.status_code < 500:
+            return
+        log.error("request %s failed", self.request_id, exc_info=(typ, value, tb))
+
+    # -- accounting -------------------------------------------------------------------
+
+    def on_finish(self) -> None:
+        self.ctx.observe_request(self)
+
+
+class NotFoundHandler(ApiHandler):
+    """Every unmatched path: 404 NotFound in the contract's shape."""
+
+    route_name = "unmatched"
+
+    async def prepare(self) -> None:
+        raise ApiError("NotFound", "no such endpoint")

@@ -1,0 +1,35 @@
+"""``GET /health``: liveness for load balancers and humans, without credentials."""
+
+from __future__ import annotations
+
+from service import __version__
+from service.http.base import ApiHandler
+
+DISK_NEARLY_FULL_FRACTION = 0.02
+
+
+class HealthHandler(ApiHandler):
+    route_name = "/health"
+    public = True
+    SUPPORTED_METHODS = ("GET", "HEAD")
+
+    async def get(self) -> None:
+        engine = self.ctx.engine
+        reasons = []
+        if engine.read_only_reason is not None:
+            reasons.append("journal read-only: " + engine.read_only_reason)
+        total, free = await engine.run_blocking(engine.store.disk_usage)
+        if total and free / total < DISK_NEARLY_FULL_FRACTION:
+            reasons.append("disk nearly full")
+        body: dict[str, object] = {
+            "name": "service",
+            "status": "degraded" if reasons else "ok",
+            "version": __version__,
+        }
+        if reasons:
+            body["reasons"] = reasons
+        self.send_json(200, body)
+
+    async def head(self) -> None:
+        self.set_status(200)
+        self.finish()

@@ -1,0 +1,139 @@
+"""Multipart endpoints: ``/api/v1/multipart/...``.
+
+Thread-safety: event-loop thread only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.auth import Action
+from service.buckets import require_bucket
+from service.errors import ApiError
+from service.http.base import ApiHandler
+from service.http.objects import parse_expected_sha256
+from service.http.render import object_json
+from service.http.streaming import StreamingBodyHandler
+from service.meta import PartInfo, UploadSession
+from service.multipart import (
+    abort_upload,
+    complete_upload,
+    max_parallel_parts,
+    open_session,
+    parse_part_number,
+    part_quota_room,
+    start_upload,
+    store_part,
+)
+from service.timefmt import rfc3339_ms
+
+
+def session_json(session: UploadSession) -> dict[str, Any]:
+    return {
+        "upload_id": session.upload_id,
+        "bucket": session.bucket,
+        "key": session.key,
+        "content_type": session.content_type,
+        "custom_metadata": dict(session.custom_metadata),
+        "recommended_part_size": session.recommended_part_size,
+        "max_parallel_parts": max_parallel_parts(),
+        "expires_at": rfc3339_ms(session.expires_at),
+        "created_at": rfc3339_ms(session.created_at),
+    }
+
+
+def part_json(part: PartInfo) -> dict[str, Any]:
+    return {"part_number": part.part_number, "etag": part.sha256, "size_bytes": part.size}
+
+
+class MultipartInitHandler(ApiHandler):
+    route_name = "/api/v1/multipart/init"
+    SUPPORTED_METHODS = ("POST",)
+
+    async def post(self) -> None:
+        body = self.json_body()
+        bucket = body.get("bucket")
+        if isinstance(bucket, str):
+            self.authorize(Action.MULTIPART_CREATE, bucket=bucket)
+        session = await start_upload(self.ctx.engine, self.principal.user_id, body)
+        self.send_json(201, session_json(session))
+
+
+class MultipartListHandler(ApiHandler):
+    route_name = "/api/v1/multipart"
+    SUPPORTED_METHODS = ("GET",)
+
+    def get(self) -> None:
+        bucket = self.get_query_argument("bucket", None)
+        if not bucket:
+            raise ApiError("InvalidArgument", "the bucket query parameter is required")
+        self.authorize(Action.MULTIPART_LIST, bucket=bucket)
+        require_bucket(self.ctx.engine, bucket)
+        sessions = self.ctx.engine.state.uploads(bucket)
+        self.send_json(200, {"uploads": [session_json(session) for session in sessions]})
+
+
+class MultipartSessionHandler(ApiHandler):
+    route_name = "/api/v1/multipart/{upload_id}"
+    SUPPORTED_METHODS = ("GET", "DELETE")
+
+    def session(self, upload_id: str, action: Action) -> UploadSession:
+        session = open_session(self.ctx.engine, upload_id)
+        self.authorize(action, bucket=session.bucket)
+        return session
+
+    def get(self, upload_id: str) -> None:
+        session = self.session(upload_id, Action.MULTIPART_READ)
+        parts = sorted(self.ctx.engine.state.upload_parts(upload_id), key=lambda p: p.part_number)
+        body = session_json(session)
+        body["parts"] = [part_json(part) for part in parts]
+        self.send_json(200, body)
+
+    async def delete(self, upload_id: str) -> None:
+        session = self.session(upload_id, Action.MULTIPART_ABORT)
+        await abort_upload(self.ctx.engine, session)
+        self.set_status(204)
+        self.finish()
+
+
+class MultipartCompleteHandler(ApiHandler):
+    route_name = "/api/v1/multipart/{upload_id}/complete"
+    SUPPORTED_METHODS = ("POST",)
+
+    async def post(self, upload_id: str) -> None:
+        session = open_session(self.ctx.engine, upload_id)
+        self.authorize(Action.MULTIPART_COMPLETE, bucket=session.bucket)
+        version = await complete_upload(self.ctx.engine, session, self.json_body())
+        self.set_header("ETag", f'"{version.sha256}"')
+        self.set_header("X-Version-Id", version.version_id or "null")
+        self.send_json(200, object_json(version))
+
+
+class MultipartPartHandler(StreamingBodyHandler):
+    route_name = "/api/v1/multipart/{upload_id}/part"
+    SUPPORTED_METHODS = ("PUT",)
+
+    upload_session: UploadSession | None = None
+    part_number = 0
+    expected_sha256: str | None = None
+
+    async def prepare_request(self) -> None:
+        await super().prepare_request()
+        upload_id = self.path_kwargs["upload_id"]
+        session = open_session(self.ctx.engine, upload_id)
+        self.authorize(Action.MULTIPART_UPLOAD_PART, bucket=session.bucket)
+        self.part_number = parse_part_number(self.get_query_argument("partNumber", None))
+        self.expected_sha256 = parse_expected_sha256(self.request.headers.get("X-Checksum-Sha256"))
+        self.ctx.engine.ensure_writable()
+        self.upload_session = session
+        await self.begin_body(part_quota_room(self.ctx.engine, session))
+
+    async def put(self, upload_id: str) -> None:
+        if not self.body_pending() or self.upload_session is None:
+            return
+        staged, _, _ = await self.finish_body()
+        part = await store_part(
+            self.ctx.engine, self.upload_session, self.part_number, staged, self.expected_sha256
+        )
+        self.set_header("ETag", f'"{part.sha256}"')
+        self.send_json(200, part_json(part))

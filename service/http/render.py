@@ -1,0 +1,46 @@
+"""JSON shapes of the contract's resources, built from the metadata model.
+
+Pure functions: model record in, JSON-ready dict out. Field names are the contract's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.meta import Bucket, ObjectVersion, Usage
+from service.timefmt import rfc3339_ms
+
+
+def bucket_json(bucket: Bucket, usage: Usage) -> dict[str, Any]:
+    return {
+        "name": bucket.name,
+        "owner": bucket.owner,
+        "quota_bytes": bucket.quota_bytes,
+        "versioning_enabled": bucket.versioning_enabled,
+        "tags": dict(bucket.tags),
+        "created_at": rfc3339_ms(bucket.created_at),
+        "updated_at": rfc3339_ms(bucket.updated_at),
+        "usage": {"object_count": usage.object_count, "size_bytes": usage.size_bytes},
+    }
+
+
+def object_json(version: ObjectVersion) -> dict[str, Any]:
+    return {
+        "bucket": version.bucket,
+        "key": version.key,
+        "size_bytes": version.size,
+        "content_type": version.content_type,
+        "etag": version.sha256,
+        "sha256_checksum": version.sha256,
+        "version_id": version.version_id,
+        "custom_metadata": dict(version.custom_metadata),
+        "created_at": rfc3339_ms(version.created_at),
+        "updated_at": rfc3339_ms(version.updated_at),
+    }
+
+
+def version_json(version: ObjectVersion, *, is_latest: bool) -> dict[str, Any]:
+    body = object_json(version)
+    body["is_latest"] = is_latest
+    body["is_delete_marker"] = version.is_delete_marker
+    return body

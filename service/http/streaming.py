@@ -1,0 +1,144 @@
+"""Streaming request bodies into staging files: shared by object PUT and multipart parts.
+
+The body arrives through Tornado's ``data_received`` in chunks of at most 256 KiB and goes
+straight into a ``StagingUpload`` (hashing and writing on the executor, a bounded number of
+chunks in flight), so memory per upload never depends on the body's size. A body that
+crosses its quota or size limit is refused as soon as it does, its staging file discarded;
+a client that disconnects or stalls leaves nothing behind.
+
+Thread-safety: event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import time
+
+import tornado.web
+
+from service.errors import ApiError
+from service.http.base import ApiHandler
+from service.storage import StagedPayload, StagingUpload
+
+
+DRAIN_LIMIT_BYTES = 1024 * 1024
+"""A refused request body up to this size is read and dropped before the error is sent."""
+
+
+@tornado.web.stream_request_body
+class StreamingBodyHandler(ApiHandler):
+    """A handler whose PUT body is staged to disk while it arrives.
+
+    Subclasses implement ``prepare_request``. When it refuses a request whose small body
+    is already on its way (no ``Expect: 100-continue``), the refusal waits until the body
+    was read and dropped: answering early and closing a connection with unread bytes makes
+    the kernel reset it, and the client would never see the error.
+    """
+
+    upload: StagingUpload | None = None
+    received = 0
+    room: int | None = None
+    """Bytes the body may hold before it crosses the bucket's quota (None: no quota)."""
+    failure: ApiError | None = None
+    body_started = 0.0
+
+    async def prepare(self) -> None:
+        try:
+            await self.prepare_request()
+        except ApiError as error:
+            if not self.can_drain_body():
+                raise
+            self.failure = error
+            self.set_max_body_size(DRAIN_LIMIT_BYTES)
+
+    async def prepare_request(self) -> None:
+        """Authenticate, validate and start the body; raise ApiError to refuse."""
+        await super().prepare()
+
+    def can_drain_body(self) -> bool:
+        headers = self.request.headers
+        if self.request.method not in ("PUT", "POST"):
+            return False
+        if headers.get("Expect", "").lower() == "100-continue":
+            return False
+        length = headers.get("Content-Length", "")
+        return length.isdigit() and int(length) <= DRAIN_LIMIT_BYTES
+
+    def raise_deferred_failure(self) -> None:
+        """Send the refusal that ``prepare`` deferred until the body was drained."""
+        if self.failure is not None and not self._finished:
+            raise self.failure
+
+    async def begin_body(self, room: int | None) -> None:
+        """Accept a body of up to ``room`` bytes (quota) and the server's object limit."""
+        self.room = room
+        self.acquire_upload_slot()
+        self.set_max_body_size(self.ctx.config.max_object_bytes)
+        self.body_started = time.perf_counter()
+        engine = self.ctx.engine
+        try:
+            self.upload = await StagingUpload.start(engine.store, engine.executor)
+        except OSError as exc:
+            self.release_upload_slot()
+            raise self.ctx.storage_error(exc) from None
+
+    async def data_received(self, chunk: bytes) -> None:
+        upload = self.upload
+        if upload is None or self.failure is not None:
+            return
+        self.received += len(chunk)
+        self.bytes_in = self.received
+        self.touch_upload()
+        try:
+            if self.room is not None and self.received > self.room:
+                raise ApiError("QuotaExceeded", "the upload would take the bucket past its quota")
+            if self.received > self.ctx.config.max_object_bytes:
+                raise ApiError("EntityTooLarge", "the body is larger than the server accepts")
+            await upload.write(chunk)
+        except ApiError as error:
+            await self.fail_upload(error)
+        except OSError as exc:
+            await self.fail_upload(self.ctx.storage_error(exc))
+
+    async def fail_upload(self, error: ApiError) -> None:
+        """Stop an upload mid-body: discard the staging file and answer now."""
+        self.failure = error
+        await self.discard_upload()
+        self.send_api_error(error)
+
+    async def discard_upload(self) -> None:
+        upload, self.upload = self.upload, None
+        self.release_upload_slot()
+        if upload is not None:
+            await upload.abort()
+
+    def body_pending(self) -> bool:
+        """Whether the body was received whole and awaits ``finish_body``.
+
+        Raises the refusal ``prepare`` deferred, if any.
+        """
+        self.raise_deferred_failure()
+        return not self._finished and self.upload is not None
+
+    async def finish_body(self) -> tuple[StagedPayload, float, float]:
+        """Flush the staged body: (staged payload, stage-write seconds, flush seconds)."""
+        upload = self.upload
+        if upload is None:
+            raise ApiError("InternalError", "no body was staged")
+        flush_started = time.perf_counter()
+        try:
+            staged = await upload.finish()
+        except OSError as exc:
+            await self.discard_upload()
+            raise self.ctx.storage_error(exc) from None
+        self.upload = None
+        self.release_upload_slot()
+        return staged, flush_started - self.body_started, time.perf_counter() - flush_started
+
+    def on_connection_close(self) -> None:
+        super().on_connection_close()
+        if self.upload is not None:
+            self.ctx.spawn(self.discard_upload())
+
+    def on_finish(self) -> None:
+        self.release_upload_slot()
+        super().on_finish()

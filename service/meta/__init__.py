@@ -1,0 +1,57 @@
+"""The pure metadata state of the object store and the events that change it.
+
+No I/O here: no files, sockets or clocks (timestamps arrive inside events).
+
+- ``events``: event type names and constructors (plain msgpack-able dicts).
+- ``model``: the immutable records (Bucket, ObjectVersion, ...) and listing pages.
+- ``outcome``: ``Outcome``, what applying one event did (incl. payloads it released).
+- ``state``: ``MetaState`` and its ``apply(event)``, the one way the state changes, plus
+  read helpers; ``accounts`` holds its users-and-keys part, ``listing`` its paging.
+- ``snapshot``: ``freeze`` / ``encode_snapshot`` / ``decode_snapshot``.
+
+Thread-safety: a ``MetaState`` is used on the event-loop thread only; records, outcomes and
+frozen images may go to any thread.
+"""
+
+from service.meta import events
+from service.meta.model import (
+    NULL_VERSION_ID,
+    AccessKey,
+    Bucket,
+    Counts,
+    ObjectPage,
+    ObjectVersion,
+    PartInfo,
+    UploadSession,
+    Usage,
+    User,
+    VersionEntry,
+    VersionPage,
+)
+from service.meta.outcome import ERROR_CODES, Outcome
+from service.meta.snapshot import SnapshotFormatError, decode_snapshot, encode_snapshot, freeze
+from service.meta.state import FrozenState, MetaState
+
+__all__ = [
+    "ERROR_CODES",
+    "NULL_VERSION_ID",
+    "AccessKey",
+    "Bucket",
+    "Counts",
+    "FrozenState",
+    "MetaState",
+    "ObjectPage",
+    "ObjectVersion",
+    "Outcome",
+    "PartInfo",
+    "SnapshotFormatError",
+    "UploadSession",
+    "Usage",
+    "User",
+    "VersionEntry",
+    "VersionPage",
+    "decode_snapshot",
+    "encode_snapshot",
+    "events",
+    "freeze",
+]

@@ -1,0 +1,294 @@
+"""Metadata events: their type names and typed constructors.
+
+Every metadata change is one of these plain dicts, appended to the journal and then applied
+by ``MetaState.apply`` (at run time and, identically, at replay). They hold only values
+msgpack can carry (str, int, bool, None, list, dict), timestamps as int milliseconds since
+the epoch in ``at``, and never a clock read or a random draw of their own: everything
+``apply`` needs to be deterministic is inside the event.
+
+Names are past tense: an event records what was decided, and ``apply`` re-checks the
+conditions it depends on (a bucket may be gone by the time an ``ObjectStored`` is applied).
+
+The constructors raise ``ValueError`` for an argument no event may carry (an unknown change
+field, an unknown abort reason): that is a bug of the caller, caught before journaling.
+
+Thread-safety: pure functions and constants, safe from any thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+Event = dict[str, Any]
+"""An event as appended to the journal and handed to ``MetaState.apply``."""
+
+SERVER_INITIALIZED = "ServerInitialized"
+BUCKET_CREATED = "BucketCreated"
+BUCKET_UPDATED = "BucketUpdated"
+BUCKET_DELETED = "BucketDeleted"
+OBJECT_STORED = "ObjectStored"
+OBJECT_DELETED = "ObjectDeleted"
+UPLOAD_STARTED = "UploadStarted"
+PART_STORED = "PartStored"
+UPLOAD_COMPLETED = "UploadCompleted"
+UPLOAD_ABORTED = "UploadAborted"
+USER_CREATED = "UserCreated"
+USER_UPDATED = "UserUpdated"
+USER_DELETED = "UserDeleted"
+ACCESS_KEY_CREATED = "AccessKeyCreated"
+ACCESS_KEY_UPDATED = "AccessKeyUpdated"
+ACCESS_KEY_DELETED = "AccessKeyDeleted"
+ACCESS_KEYS_USED = "AccessKeysUsed"
+
+EVENT_TYPES = frozenset(
+    {
+        SERVER_INITIALIZED,
+        BUCKET_CREATED,
+        BUCKET_UPDATED,
+        BUCKET_DELETED,
+        OBJECT_STORED,
+        OBJECT_DELETED,
+        UPLOAD_STARTED,
+        PART_STORED,
+        UPLOAD_COMPLETED,
+        UPLOAD_ABORTED,
+        USER_CREATED,
+        USER_UPDATED,
+        USER_DELETED,
+        ACCESS_KEY_CREATED,
+        ACCESS_KEY_UPDATED,
+        ACCESS_KEY_DELETED,
+        ACCESS_KEYS_USED,
+    }
+)
+
+BUCKET_CHANGE_FIELDS = frozenset({"quota_bytes", "versioning_enabled", "tags"})
+USER_CHANGE_FIELDS = frozenset({"password_hash", "status", "role"})
+ABORT_REASONS = frozenset({"aborted", "expired"})
+
+
+def _only(changes: Mapping[str, Any], allowed: frozenset[str]) -> dict[str, Any]:
+    unknown = set(changes) - allowed
+    if unknown:
+        raise ValueError(f"unknown change fields: {', '.join(sorted(unknown))}")
+    return dict(changes)
+
+
+def server_initialized(*, server_id: str, at: int) -> Event:
+    """The first event of a fresh data dir: names the server."""
+    return {"type": SERVER_INITIALIZED, "server_id": server_id, "at": at}
+
+
+def bucket_created(
+    *,
+    name: str,
+    owner: str,
+    quota_bytes: int | None,
+    versioning_enabled: bool,
+    tags: Mapping[str, str],
+    at: int,
+) -> Event:
+    """A bucket was created, owned by the user ``owner``."""
+    return {
+        "type": BUCKET_CREATED,
+        "name": name,
+        "owner": owner,
+        "quota_bytes": quota_bytes,
+        "versioning_enabled": versioning_enabled,
+        "tags": dict(tags),
+        "at": at,
+    }
+
+
+def bucket_updated(*, name: str, changes: Mapping[str, Any], at: int) -> Event:
+    """Some of a bucket's settings (``BUCKET_CHANGE_FIELDS``) changed; ``tags`` replaces all."""
+    return {
+        "type": BUCKET_UPDATED,
+        "name": name,
+        "changes": _only(changes, BUCKET_CHANGE_FIELDS),
+        "at": at,
+    }
+
+
+def bucket_deleted(*, name: str, force: bool, at: int) -> Event:
+    """A bucket was deleted; with ``force`` everything in it goes too."""
+    return {"type": BUCKET_DELETED, "name": name, "force": force, "at": at}
+
+
+def object_stored(
+    *,
+    bucket: str,
+    key: str,
+    payload_id: str,
+    size: int,
+    content_type: str,
+    sha256: str,
+    custom_metadata: Mapping[str, str],
+    version_token: str,
+    if_none_match: bool,
+    if_match: str | None,
+    at: int,
+) -> Event:
+    """A PUT's promoted payload became the key's newest version.
+
+    ``version_token`` is the version id when versioning is enabled; the conditions
+    (``if_none_match``, ``if_match`` as an etag or ``*``) are re-checked when applied.
+    """
+    return {
+        "type": OBJECT_STORED,
+        "bucket": bucket,
+        "key": key,
+        "payload_id": payload_id,
+        "size": size,
+        "content_type": content_type,
+        "sha256": sha256,
+        "custom_metadata": dict(custom_metadata),
+        "version_token": version_token,
+        "if_none_match": if_none_match,
+        "if_match": if_match,
+        "at": at,
+    }
+
+
+def object_deleted(
+    *, bucket: str, key: str, version_id: str | None, version_token: str, at: int
+) -> Event:
+    """A DELETE: of exactly ``version_id`` for good, or of the key (a delete marker whose
+    id is ``version_token`` when versioning is enabled)."""
+    return {
+        "type": OBJECT_DELETED,
+        "bucket": bucket,
+        "key": key,
+        "version_id": version_id,
+        "version_token": version_token,
+        "at": at,
+    }
+
+
+def upload_started(
+    *,
+    upload_id: str,
+    bucket: str,
+    key: str,
+    owner: str,
+    content_type: str,
+    custom_metadata: Mapping[str, str],
+    recommended_part_size: int,
+    at: int,
+    expires_at: int,
+) -> Event:
+    """A multipart session was opened; it expires at ``expires_at`` (ms)."""
+    return {
+        "type": UPLOAD_STARTED,
+        "upload_id": upload_id,
+        "bucket": bucket,
+        "key": key,
+        "owner": owner,
+        "content_type": content_type,
+        "custom_metadata": dict(custom_metadata),
+        "recommended_part_size": recommended_part_size,
+        "at": at,
+        "expires_at": expires_at,
+    }
+
+
+def part_stored(
+    *, upload_id: str, part_number: int, payload_id: str, size: int, sha256: str, at: int
+) -> Event:
+    """A part's promoted payload joined a session (replacing a part of the same number)."""
+    return {
+        "type": PART_STORED,
+        "upload_id": upload_id,
+        "part_number": part_number,
+        "payload_id": payload_id,
+        "size": size,
+        "sha256": sha256,
+        "at": at,
+    }
+
+
+def upload_completed(
+    *,
+    upload_id: str,
+    part_numbers: Sequence[int],
+    payload_id: str,
+    size: int,
+    sha256: str,
+    version_token: str,
+    at: int,
+) -> Event:
+    """The named parts, joined into ``payload_id``, became the key's newest version."""
+    return {
+        "type": UPLOAD_COMPLETED,
+        "upload_id": upload_id,
+        "part_numbers": list(part_numbers),
+        "payload_id": payload_id,
+        "size": size,
+        "sha256": sha256,
+        "version_token": version_token,
+        "at": at,
+    }
+
+
+def upload_aborted(*, upload_id: str, reason: str, at: int) -> Event:
+    """A session was closed without an object: ``aborted`` by a client or ``expired``."""
+    if reason not in ABORT_REASONS:
+        raise ValueError(f"unknown abort reason {reason!r}")
+    return {"type": UPLOAD_ABORTED, "upload_id": upload_id, "reason": reason, "at": at}
+
+
+def user_created(*, user_id: str, username: str, password_hash: str, role: str, at: int) -> Event:
+    """A user was created (active)."""
+    return {
+        "type": USER_CREATED,
+        "user_id": user_id,
+        "username": username,
+        "password_hash": password_hash,
+        "role": role,
+        "at": at,
+    }
+
+
+def user_updated(*, user_id: str, changes: Mapping[str, Any], at: int) -> Event:
+    """Some of a user's fields (``USER_CHANGE_FIELDS``) changed."""
+    return {
+        "type": USER_UPDATED,
+        "user_id": user_id,
+        "changes": _only(changes, USER_CHANGE_FIELDS),
+        "at": at,
+    }
+
+
+def user_deleted(*, user_id: str, at: int) -> Event:
+    """A user was deleted, and with it its access keys."""
+    return {"type": USER_DELETED, "user_id": user_id, "at": at}
+
+
+def access_key_created(
+    *, access_key_id: str, user_id: str, name: str, secret_digest: str, at: int
+) -> Event:
+    """An access key was created for ``user_id`` (active); only the secret's digest is kept."""
+    return {
+        "type": ACCESS_KEY_CREATED,
+        "access_key_id": access_key_id,
+        "user_id": user_id,
+        "name": name,
+        "secret_digest": secret_digest,
+        "at": at,
+    }
+
+
+def access_key_updated(*, access_key_id: str, status: str, at: int) -> Event:
+    """An access key's status changed (``active`` or ``revoked``)."""
+    return {"type": ACCESS_KEY_UPDATED, "access_key_id": access_key_id, "status": status, "at": at}
+
+
+def access_key_deleted(*, access_key_id: str, at: int) -> Event:
+    """An access key was deleted."""
+    return {"type": ACCESS_KEY_DELETED, "access_key_id": access_key_id, "at": at}
+
+
+def access_keys_used(*, last_used: Mapping[str, int], at: int) -> Event:
+    """Last-use times (ms) of access keys, batched so requests need no journal write each."""
+    return {"type": ACCESS_KEYS_USED, "last_used": dict(last_used), "at": at}

@@ -1,0 +1,175 @@
+"""The records of the metadata state and the shapes its read helpers return.
+
+Records are frozen dataclasses: ``MetaState.apply`` replaces a record instead of changing
+it, so a record handed out (to a handler, to a snapshot being encoded in a worker thread)
+never changes under its holder. Their mapping fields (tags, custom metadata) are private
+copies typed read-only; do not mutate them.
+
+Sizes are bytes, times are int milliseconds since the epoch.
+
+Thread-safety: immutable values, safe to share between threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+NULL_VERSION_ID = "null"
+"""How clients name the null version (``version_id`` None) in a ``?version_id=``."""
+
+ACTIVE = "active"
+DISABLED = "disabled"
+REVOKED = "revoked"
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """A bucket's settings; its usage lives apart (``MetaState.bucket_usage``)."""
+
+    name: str
+    owner: str
+    quota_bytes: int | None
+    versioning_enabled: bool
+    tags: Mapping[str, str]
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What a bucket stores: every version that is not a delete marker."""
+
+    object_count: int = 0
+    size_bytes: int = 0
+
+    def plus(self, size: int) -> Usage:
+        return Usage(self.object_count + 1, self.size_bytes + size)
+
+    def minus(self, size: int) -> Usage:
+        return Usage(self.object_count - 1, self.size_bytes - size)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectVersion:
+    """One version of a key, or a delete marker (no payload, size 0, empty sha256).
+
+    ``version_id`` is None for the null version (written while versioning was off).
+    ``created_at`` survives an overwrite of the null version; ``updated_at`` is the
+    time of the write that produced this record.
+    """
+
+    bucket: str
+    key: str
+    version_id: str | None
+    payload_id: str | None
+    size: int
+    content_type: str
+    sha256: str
+    custom_metadata: Mapping[str, str]
+    created_at: int
+    updated_at: int
+    is_delete_marker: bool = False
+
+    @property
+    def etag(self) -> str:
+        """The contract's etag: the payload's lowercase hex SHA-256."""
+        return self.sha256
+
+
+@dataclass(frozen=True, slots=True)
+class PartInfo:
+    """One stored part of a multipart session."""
+
+    part_number: int
+    payload_id: str
+    size: int
+    sha256: str
+    stored_at: int
+
+    @property
+    def etag(self) -> str:
+        return self.sha256
+
+
+@dataclass(frozen=True, slots=True)
+class UploadSession:
+    """An open multipart session; its parts live apart (``MetaState.upload_parts``)."""
+
+    upload_id: str
+    bucket: str
+    key: str
+    owner: str
+    content_type: str
+    custom_metadata: Mapping[str, str]
+    recommended_part_size: int
+    created_at: int
+    expires_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    user_id: str
+    username: str
+    password_hash: str
+    role: str
+    status: str
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class AccessKey:
+    """An access key; its last use lives apart (``MetaState.key_last_used``) because it
+    changes on every request."""
+
+    access_key_id: str
+    user_id: str
+    name: str
+    secret_digest: str
+    status: str
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectPage:
+    """One page of a key listing: objects and common prefixes together fill ``limit``.
+
+    ``last_item`` (a key or a common prefix) is the ``start_after`` of the next page.
+    """
+
+    objects: tuple[ObjectVersion, ...]
+    common_prefixes: tuple[str, ...]
+    last_item: str | None
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class VersionEntry:
+    version: ObjectVersion
+    is_latest: bool
+
+    @property
+    def is_delete_marker(self) -> bool:
+        return self.version.is_delete_marker
+
+
+@dataclass(frozen=True, slots=True)
+class VersionPage:
+    """One page of a version listing, newest first within a key.
+
+    ``last_item`` is ``(key, position)``, the position counted from the key's oldest
+    version (0), so it stays put while newer versions are added.
+    """
+
+    versions: tuple[VersionEntry, ...]
+    last_item: tuple[str, int] | None
+    truncated: bool
+
+
+class Counts(NamedTuple):
+    buckets: int
+    objects: int
+    bytes_stored: int

@@ -1,0 +1,194 @@
+"""Snapshots of the metadata state: ``freeze`` on the loop, ``encode_snapshot`` anywhere.
+
+``freeze(state)`` takes a point-in-time image (shallow copies of the containers; records
+are immutable and shared), cheap enough for the event-loop thread. ``encode_snapshot`` turns
+the image into msgpack bytes and may run in a worker thread while the loop keeps applying
+events. ``decode_snapshot`` rebuilds a live ``MetaState`` (derived indexes - usage, payload
+references, the visible-key lists - are recomputed, not stored, so they cannot disagree with
+the records).
+
+Format (a msgpack map; ``format`` says how to read the rest):
+
+    format       1
+    server_id    str | nil
+    buckets      [[name, owner, quota_bytes, versioning_enabled, tags, created_at, updated_at]]
+    objects      [[bucket, [[key, [[version_id, payload_id, size, content_type, sha256,
+                                    custom_metadata, created_at, updated_at,
+                                    is_delete_marker]]]]]]     versions oldest first
+    uploads      [[upload_id, bucket, key, owner, content_type, custom_metadata,
+                   recommended_part_size, created_at, expires_at,
+                   [[part_number, payload_id, size, sha256, stored_at]]]]
+    users        [[user_id, username, password_hash, role, status, created_at, updated_at]]
+    access_keys  [[access_key_id, user_id, name, secret_digest, status, created_at, updated_at]]
+    key_last_used {access_key_id: ms}
+    anomalies    {name: count}
+
+Everything is written in a canonical order (buckets, keys, ids sorted), so equal states give
+equal bytes.
+
+Thread-safety: ``freeze`` on the event-loop thread; the others on any thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+from service.meta.model import (
+    AccessKey,
+    Bucket,
+    ObjectVersion,
+    PartInfo,
+    UploadSession,
+    User,
+)
+from service.meta.state import FrozenState, MetaState
+
+FORMAT = 1
+
+
+class SnapshotFormatError(ValueError):
+    """The bytes are not a snapshot this version can read."""
+
+
+def freeze(state: MetaState) -> FrozenState:
+    """A point-in-time image of ``state`` for ``encode_snapshot`` in another thread."""
+    return state.freeze()
+
+
+def _bucket_row(b: Bucket) -> list[Any]:
+    tags = dict(b.tags)
+    return [b.name, b.owner, b.quota_bytes, b.versioning_enabled, tags, b.created_at, b.updated_at]
+
+
+def _key_row(k: AccessKey) -> list[Any]:
+    return [
+        k.access_key_id,
+        k.user_id,
+        k.name,
+        k.secret_digest,
+        k.status,
+        k.created_at,
+        k.updated_at,
+    ]
+
+
+def _version_row(version: ObjectVersion) -> list[Any]:
+    return [
+        version.version_id,
+        version.payload_id,
+        version.size,
+        version.content_type,
+        version.sha256,
+        dict(version.custom_metadata),
+        version.created_at,
+        version.updated_at,
+        version.is_delete_marker,
+    ]
+
+
+def _upload_row(session: UploadSession, parts: dict[int, PartInfo]) -> list[Any]:
+    return [
+        session.upload_id,
+        session.bucket,
+        session.key,
+        session.owner,
+        session.content_type,
+        dict(session.custom_metadata),
+        session.recommended_part_size,
+        session.created_at,
+        session.expires_at,
+        [
+            [p.part_number, p.payload_id, p.size, p.sha256, p.stored_at]
+            for _, p in sorted(parts.items())
+        ],
+    ]
+
+
+def encode_snapshot(state: MetaState | FrozenState) -> bytes:
+    """The snapshot bytes of a frozen image (or of a live state, frozen first).
+
+    Objects are packed key by key, so the memory it takes beyond the image and the result
+    stays small however many objects there are.
+    """
+    image = state.freeze() if isinstance(state, MetaState) else state
+    packer = msgpack.Packer(autoreset=False, use_bin_type=True)
+    packer.pack_map_header(9)
+    packer.pack("format")
+    packer.pack(FORMAT)
+    packer.pack("server_id")
+    packer.pack(image.server_id)
+    packer.pack("buckets")
+    packer.pack([_bucket_row(bucket) for _, bucket in sorted(image.buckets.items())])
+    packer.pack("objects")
+    packer.pack_array_header(len(image.objects))
+    for bucket, (keys, versions) in sorted(image.objects.items()):
+        packer.pack_array_header(2)
+        packer.pack(bucket)
+        packer.pack_array_header(len(keys))
+        for key in keys:
+            packer.pack([key, [_version_row(v) for v in versions[key]]])
+    packer.pack("uploads")
+    packer.pack(
+        [
+            _upload_row(session, image.parts.get(upload_id, {}))
+            for upload_id, session in sorted(image.uploads.items())
+        ]
+    )
+    packer.pack("users")
+    packer.pack(
+        [
+            [u.user_id, u.username, u.password_hash, u.role, u.status, u.created_at, u.updated_at]
+            for _, u in sorted(image.users.items())
+        ]
+    )
+    packer.pack("access_keys")
+    packer.pack([_key_row(key) for _, key in sorted(image.access_keys.items())])
+    packer.pack("key_last_used")
+    packer.pack(dict(sorted(image.key_last_used.items())))
+    packer.pack("anomalies")
+    packer.pack(dict(sorted(image.anomalies.items())))
+    return packer.bytes()
+
+
+def decode_snapshot(data: bytes) -> MetaState:
+    """The live state a snapshot describes; raises SnapshotFormatError if it is not one."""
+    try:
+        doc = msgpack.unpackb(data, raw=False)
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise SnapshotFormatError(f"not a msgpack snapshot: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        found = doc.get("format") if isinstance(doc, dict) else None
+        raise SnapshotFormatError(f"unsupported snapshot format {found!r}, expected {FORMAT}")
+    try:
+        return MetaState.restore(_image(doc))
+    except (TypeError, ValueError, KeyError, IndexError) as exc:
+        raise SnapshotFormatError(f"damaged snapshot: {exc!r}") from exc
+
+
+def _image(doc: dict[str, Any]) -> FrozenState:
+    objects: dict[str, tuple[list[str], dict[str, tuple[ObjectVersion, ...]]]] = {}
+    for bucket, entries in doc["objects"]:
+        keys = [key for key, _ in entries]
+        objects[bucket] = (
+            keys,
+            {key: tuple(ObjectVersion(bucket, key, *row) for row in rows) for key, rows in entries},
+        )
+    uploads: dict[str, UploadSession] = {}
+    parts: dict[str, dict[int, PartInfo]] = {}
+    for row in doc["uploads"]:
+        session = UploadSession(*row[:9])
+        uploads[session.upload_id] = session
+        parts[session.upload_id] = {p[0]: PartInfo(*p) for p in row[9]}
+    return FrozenState(
+        server_id=doc["server_id"],
+        buckets={row[0]: Bucket(*row) for row in doc["buckets"]},
+        objects=objects,
+        uploads=uploads,
+        parts=parts,
+        users={row[0]: User(*row) for row in doc["users"]},
+        access_keys={row[0]: AccessKey(*row) for row in doc["access_keys"]},
+        key_last_used=dict(doc["key_last_used"]),
+        anomalies=dict(doc["anomalies"]),
+    )

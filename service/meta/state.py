@@ -1,0 +1,697 @@
+"""``MetaState``: the whole metadata state in memory, changed only by ``apply(event)``.
+
+The engine applies every journaled event here, in journal order, both at startup replay and
+at run time, so ``apply`` is deterministic (everything it needs, timestamps included, is in
+the event) and total (it never raises: a conflicting or malformed event yields a rejected
+``Outcome`` and leaves the state untouched). Conditions that requests pre-checked (bucket
+exists, If-Match, If-None-Match, quota) are checked again here because two requests may pass
+their pre-checks before either is applied.
+
+Indexes:
+- buckets by name, and per bucket a SortedDict ``key -> tuple of versions`` (oldest first,
+  latest last) plus a SortedList of the keys whose latest version is not a delete marker, so
+  a listing page costs O(log n + page) and never steps over deleted keys;
+- usage per bucket, maintained as versions come and go;
+- uploads by id and by bucket, the parts of each upload;
+- a reference count per payload id, so a payload is released exactly when its last
+  reference goes, even if the engine ever shares one payload between records;
+- users and access keys (``service.meta.accounts``).
+
+Object semantics (S3's): with versioning off, a PUT replaces the null version (version id
+None) and keeps versions written while versioning was on; a DELETE removes the null version
+and, if other versions remain, leaves a null delete marker. With versioning on, each PUT
+appends a version and a DELETE appends a delete marker. A DELETE of a version id removes that
+version (or marker) for good. ``"null"`` names the null version in a version id.
+
+Thread-safety: not thread-safe. Mutate and read on the event-loop thread only; hand a
+``freeze()`` image to other threads (records are immutable, the image's containers are
+private copies).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sortedcontainers import SortedDict, SortedList
+
+from service.meta import events, fields, listing
+from service.meta.accounts import Accounts
+from service.meta.fields import MalformedEventError
+from service.meta.model import (
+    NULL_VERSION_ID,
+    AccessKey,
+    Bucket,
+    Counts,
+    ObjectPage,
+    ObjectVersion,
+    PartInfo,
+    UploadSession,
+    Usage,
+    User,
+    VersionPage,
+)
+from service.meta.outcome import Outcome, accepted, rejected
+
+MAX_PART_NUMBER = 10_000
+
+Versions = tuple[ObjectVersion, ...]
+Handler = Callable[[Mapping[str, Any]], Outcome]
+
+
+@dataclass(frozen=True, slots=True)
+class FrozenState:
+    """A point-in-time image of the durable state: private shallow copies of the containers.
+
+    ``objects`` maps a bucket to ``(keys in order, key -> versions)``. Safe to read from
+    any thread while the live state moves on, since records are immutable.
+    """
+
+    server_id: str | None
+    buckets: dict[str, Bucket]
+    objects: dict[str, tuple[list[str], dict[str, Versions]]]
+    uploads: dict[str, UploadSession]
+    parts: dict[str, dict[int, PartInfo]]
+    users: dict[str, User]
+    access_keys: dict[str, AccessKey]
+    key_last_used: dict[str, int]
+    anomalies: dict[str, int]
+
+
+def _delete_marker(bucket: str, key: str, version_id: str | None, at: int) -> ObjectVersion:
+    return ObjectVersion(bucket, key, version_id, None, 0, "", "", {}, at, at, True)
+
+
+def _visible(versions: Versions) -> bool:
+    return bool(versions) and not versions[-1].is_delete_marker
+
+
+def _find(versions: Versions, version_id: str | None) -> int | None:
+    for index, version in enumerate(versions):
+        if version.version_id == version_id:
+            return index
+    return None
+
+
+class MetaState:
+    """The object store's metadata; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._server_id: str | None = None
+        self._buckets: dict[str, Bucket] = {}
+        self._objects: dict[str, Any] = {}  # bucket -> SortedDict[str, Versions]
+        self._visible: dict[str, Any] = {}  # bucket -> SortedList[str]
+        self._usage: dict[str, Usage] = {}
+        self._uploads: dict[str, UploadSession] = {}
+        self._parts: dict[str, dict[int, PartInfo]] = {}
+        self._uploads_by_bucket: dict[str, dict[str, None]] = {}
+        self._refs: dict[str, int] = {}
+        self._accounts = Accounts()
+        self._anomalies: dict[str, int] = {}
+        self._handlers: dict[str, Handler] = {
+            events.SERVER_INITIALIZED: self._server_initialized,
+            events.BUCKET_CREATED: self._bucket_created,
+            events.BUCKET_UPDATED: self._bucket_updated,
+            events.BUCKET_DELETED: self._bucket_deleted,
+            events.OBJECT_STORED: self._object_stored,
+            events.OBJECT_DELETED: self._object_deleted,
+            events.UPLOAD_STARTED: self._upload_started,
+            events.PART_STORED: self._part_stored,
+            events.UPLOAD_COMPLETED: self._upload_completed,
+            events.UPLOAD_ABORTED: self._upload_aborted,
+            **self._accounts.handlers(),
+        }
+
+    # -- images -------------------------------------------------------------------------
+
+    def freeze(self) -> FrozenState:
+        """A point-in-time image, cheap enough for the event loop (no record is copied)."""
+        users, keys, last_used = self._accounts.images()
+        return FrozenState(
+            server_id=self._server_id,
+            buckets=dict(self._buckets),
+            objects={
+                name: (list(versions.keys()), dict.copy(versions))
+                for name, versions in self._objects.items()
+            },
+            uploads=dict(self._uploads),
+            parts={upload_id: dict(parts) for upload_id, parts in self._parts.items()},
+            users=users,
+            access_keys=keys,
+            key_last_used=last_used,
+            anomalies=dict(self._anomalies),
+        )
+
+    @classmethod
+    def restore(cls, image: FrozenState) -> MetaState:
+        """A live state equal to ``image``; every derived index is rebuilt from the records."""
+        state = cls()
+        state._server_id = image.server_id
+        state._accounts.load(image.users, image.access_keys, image.key_last_used)
+        state._anomalies = dict(image.anomalies)
+        for name, bucket in image.buckets.items():
+            state._add_bucket(bucket)
+            _, versions_by_key = image.objects.get(name, ([], {}))
+            state._objects[name] = SortedDict(versions_by_key)
+            state._visible[name] = SortedList(
+                key for key, versions in versions_by_key.items() if _visible(versions)
+            )
+            for versions in versions_by_key.values():
+                for version in versions:
+                    state._count_in(version)
+        for upload_id, session in image.uploads.items():
+            state._uploads[upload_id] = session
+            state._uploads_by_bucket[session.bucket][upload_id] = None
+            state._parts[upload_id] = dict(image.parts.get(upload_id, {}))
+            for part in state._parts[upload_id].values():
+                state._ref(part.payload_id)
+        return state
+
+    def __eq__(self, other: object) -> bool:
+        """Equal durable content (in-memory key touches not yet journaled are ignored)."""
+        if not isinstance(other, MetaState):
+            return NotImplemented
+        return self.freeze() == other.freeze()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # -- apply --------------------------------------------------------------------------
+
+    def apply(self, event: Mapping[str, Any]) -> Outcome:
+        """Apply one journaled event; never raises (see the module docstring)."""
+        kind = event.get("type") if isinstance(event, Mapping) else None
+        handler = self._handlers.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            self._note(f"unknown:{kind}")
+            return rejected("InternalError", f"unknown event type {kind!r}")
+        try:
+            return handler(event)
+        except MalformedEventError as exc:
+            self._note(f"malformed:{kind}")
+            return rejected("InternalError", f"malformed {kind} event: {exc}")
+
+    def _note(self, anomaly: str) -> None:
+        self._anomalies[anomaly] = self._anomalies.get(anomaly, 0) + 1
+
+    def _ref(self, payload_id: str) -> None:
+        self._refs[payload_id] = self._refs.get(payload_id, 0) + 1
+
+    def _unref(self, payload_id: str, released: list[str]) -> None:
+        count = self._refs[payload_id] - 1
+        if count:
+            self._refs[payload_id] = count
+        else:
+            del self._refs[payload_id]
+            released.append(payload_id)
+
+    def _refuse(self, code: str, message: str, payload_id: str | None = None) -> Outcome:
+        """A rejection; the event's own payload is released unless something holds it."""
+        released = [payload_id] if payload_id is not None and payload_id not in self._refs else []
+        return rejected(code, message, released)
+
+    def _count_in(self, version: ObjectVersion) -> None:
+        """Account for a version entering its bucket: usage and its payload reference."""
+        if version.payload_id is not None:
+            self._usage[version.bucket] = self._usage[version.bucket].plus(version.size)
+            self._ref(version.payload_id)
+
+    def _count_out(self, version: ObjectVersion, released: list[str]) -> None:
+        if version.payload_id is not None:
+            self._usage[version.bucket] = self._usage[version.bucket].minus(version.size)
+            self._unref(version.payload_id, released)
+
+    def _set_versions(self, bucket: str, key: str, before: Versions, after: Versions) -> None:
+        """Replace a key's versions, keeping the visible-key index in step."""
+        keys = self._objects[bucket]
+        if after:
+            keys[key] = after
+        else:
+            del keys[key]
+        was, now = _visible(before), _visible(after)
+        if was and not now:
+            self._visible[bucket].remove(key)
+        elif now and not was:
+            self._visible[bucket].add(key)
+
+    def _add_bucket(self, bucket: Bucket) -> None:
+        self._buckets[bucket.name] = bucket
+        self._objects[bucket.name] = SortedDict()
+        self._visible[bucket.name] = SortedList()
+        self._usage[bucket.name] = Usage()
+        self._uploads_by_bucket[bucket.name] = {}
+
+    # -- buckets ------------------------------------------------------------------------
+
+    def _server_initialized(self, event: Mapping[str, Any]) -> Outcome:
+        server_id = fields.text(event, "server_id")
+        fields.integer(event, "at")
+        if self._server_id is not None:
+            return rejected("InvalidState", "the server is already initialized")
+        self._server_id = server_id
+        return accepted(None)
+
+    def _bucket_created(self, event: Mapping[str, Any]) -> Outcome:
+        bucket = Bucket(
+            name=fields.text(event, "name"),
+            owner=fields.text(event, "owner"),
+            quota_bytes=fields.optional_integer(event, "quota_bytes"),
+            versioning_enabled=fields.flag(event, "versioning_enabled"),
+            tags=fields.string_map(event, "tags"),
+            created_at=fields.integer(event, "at"),
+            updated_at=fields.integer(event, "at"),
+        )
+        if bucket.name in self._buckets:
+            return rejected("BucketAlreadyExists", f"bucket {bucket.name!r} already exists")
+        self._add_bucket(bucket)
+        return accepted(bucket)
+
+    def _bucket_updated(self, event: Mapping[str, Any]) -> Outcome:
+        name = fields.text(event, "name")
+        changes = fields.mapping(event, "changes")
+        at = fields.integer(event, "at")
+        updates: dict[str, Any] = {}
+        if "quota_bytes" in changes:
+            updates["quota_bytes"] = fields.optional_integer(changes, "quota_bytes")
+        if "versioning_enabled" in changes:
+            updates["versioning_enabled"] = fields.flag(changes, "versioning_enabled")
+        if "tags" in changes:
+            updates["tags"] = fields.string_map(changes, "tags")
+        bucket = self._buckets.get(name)
+        if bucket is None:
+            return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
+        updated = replace(bucket, updated_at=at, **updates)
+        self._buckets[name] = updated
+        return accepted(updated)
+
+    def _bucket_deleted(self, event: Mapping[str, Any]) -> Outcome:
+        """Delete a bucket; open uploads go with it (their parts released) even without force,
+        since no object of the bucket references them."""
+        name = fields.text(event, "name")
+        force = fields.flag(event, "force")
+        fields.integer(event, "at")
+        bucket = self._buckets.get(name)
+        if bucket is None:
+            return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
+        keys = self._objects[name]
+        if keys and not force:
+            return rejected("BucketNotEmpty", f"bucket {name!r} is not empty")
+        released: list[str] = []
+        for versions in keys.values():
+            for version in versions:
+                if version.payload_id is not None:
+                    self._unref(version.payload_id, released)
+        for upload_id in list(self._uploads_by_bucket[name]):
+            self._close_upload(upload_id, released)
+        del self._buckets[name], self._objects[name], self._visible[name]
+        del self._usage[name], self._uploads_by_bucket[name]
+        return accepted(bucket, released)
+
+    # -- objects ------------------------------------------------------------------------
+
+    def _object_stored(self, event: Mapping[str, Any]) -> Outcome:
+        name = fields.text(event, "bucket")
+        key = fields.text(event, "key")
+        payload_id = fields.text(event, "payload_id")
+        size = fields.integer(event, "size", minimum=0)
+        content_type = fields.text(event, "content_type")
+        sha256 = fields.text(event, "sha256")
+        metadata = fields.string_map(event, "custom_metadata")
+        version_token = fields.text(event, "version_token")
+        if_none_match = fields.flag(event, "if_none_match")
+        if_match = fields.optional_text(event, "if_match")
+        at = fields.integer(event, "at")
+        bucket = self._buckets.get(name)
+        if bucket is None:
+            return self._refuse("NoSuchBucket", f"bucket {name!r} does not exist", payload_id)
+        latest = self.head_object(name, key)
+        visible = latest is not None and not latest.is_delete_marker
+        if if_none_match and visible:
+            return self._refuse("PreconditionFailed", "the key exists (If-None-Match)", payload_id)
+        if if_match is not None and not (
+            visible and latest is not None and if_match in ("*", latest.sha256)
+        ):
+            return self._refuse(
+                "PreconditionFailed", "the ETag does not match If-Match", payload_id
+            )
+        return self._store_version(
+            bucket, key, payload_id, size, content_type, sha256, metadata, version_token, at
+        )
+
+    def _store_version(
+        self,
+        bucket: Bucket,
+        key: str,
+        payload_id: str,
+        size: int,
+        content_type: str,
+        sha256: str,
+        metadata: dict[str, str],
+        version_token: str,
+        at: int,
+    ) -> Outcome:
+        """Make a payload the key's newest version, if versioning and quota allow."""
+        before: Versions = self._objects[bucket.name].get(key, ())
+        created_at = at
+        if bucket.versioning_enabled:
+            if _find(before, version_token) is not None:
+                return self._refuse("InvalidState", "the version id is taken", payload_id)
+            replaced = None
+            kept = before
+            version_id: str | None = version_token
+        else:
+            index = _find(before, None)
+            replaced = None if index is None else before[index]
+            kept = before if index is None else before[:index] + before[index + 1 :]
+            version_id = None
+            if replaced is not None and replaced is before[-1] and not replaced.is_delete_marker:
+                created_at = replaced.created_at
+        freed = replaced.size if replaced is not None else 0
+        if not self._quota_allows(bucket, size - freed):
+            return self._refuse(
+                "QuotaExceeded", f"the object would take {bucket.name!r} past its quota", payload_id
+            )
+        version = ObjectVersion(
+            bucket=bucket.name,
+            key=key,
+            version_id=version_id,
+            payload_id=payload_id,
+            size=size,
+            content_type=content_type,
+            sha256=sha256,
+            custom_metadata=metadata,
+            created_at=created_at,
+            updated_at=at,
+        )
+        released: list[str] = []
+        self._count_in(version)
+        if replaced is not None:
+            self._count_out(replaced, released)
+        self._set_versions(bucket.name, key, before, (*kept, version))
+        return accepted(version, released)
+
+    def _quota_allows(self, bucket: Bucket, growth: int) -> bool:
+        if bucket.quota_bytes is None:
+            return True
+        return self._usage[bucket.name].size_bytes + growth <= bucket.quota_bytes
+
+    def _object_deleted(self, event: Mapping[str, Any]) -> Outcome:
+        name = fields.text(event, "bucket")
+        key = fields.text(event, "key")
+        version_id = fields.optional_text(event, "version_id")
+        version_token = fields.text(event, "version_token")
+        at = fields.integer(event, "at")
+        bucket = self._buckets.get(name)
+        if bucket is None:
+            return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
+        before: Versions = self._objects[name].get(key, ())
+        released: list[str] = []
+        if version_id is not None:
+            index = _find(before, None if version_id == NULL_VERSION_ID else version_id)
+            if index is None:
+                return rejected("NoSuchVersion", f"no version {version_id!r} of {key!r}")
+            removed = before[index]
+            self._count_out(removed, released)
+            self._set_versions(name, key, before, before[:index] + before[index + 1 :])
+            return accepted(removed, released)
+        if not _visible(before):
+            return rejected("NoSuchKey", f"no object {key!r} in bucket {name!r}")
+        if bucket.versioning_enabled:
+            if _find(before, version_token) is not None:
+                return rejected("InvalidState", "the version id is taken")
+            marker = _delete_marker(name, key, version_token, at)
+            self._set_versions(name, key, before, (*before, marker))
+            return accepted(marker)
+        index = _find(before, None)
+        kept = before if index is None else before[:index] + before[index + 1 :]
+        if index is not None:
+            self._count_out(before[index], released)
+        if not kept:
+            self._set_versions(name, key, before, ())
+            return accepted(before[-1], released)
+        marker = _delete_marker(name, key, None, at)
+        self._set_versions(name, key, before, (*kept, marker))
+        return accepted(marker, released)
+
+    # -- multipart ----------------------------------------------------------------------
+
+    def _open_upload(self, upload_id: str, at: int) -> UploadSession | None:
+        """The session, unless it is closed or expired at ``at``."""
+        session = self._uploads.get(upload_id)
+        if session is None or at > session.expires_at:
+            return None
+        return session
+
+    def _close_upload(self, upload_id: str, released: list[str]) -> None:
+        session = self._uploads.pop(upload_id)
+        del self._uploads_by_bucket[session.bucket][upload_id]
+        for part in self._parts.pop(upload_id).values():
+            self._unref(part.payload_id, released)
+
+    def _upload_started(self, event: Mapping[str, Any]) -> Outcome:
+        session = UploadSession(
+            upload_id=fields.text(event, "upload_id"),
+            bucket=fields.text(event, "bucket"),
+            key=fields.text(event, "key"),
+            owner=fields.text(event, "owner"),
+            content_type=fields.text(event, "content_type"),
+            custom_metadata=fields.string_map(event, "custom_metadata"),
+            recommended_part_size=fields.integer(event, "recommended_part_size", minimum=0),
+            created_at=fields.integer(event, "at"),
+            expires_at=fields.integer(event, "expires_at"),
+        )
+        if session.bucket not in self._buckets:
+            return rejected("NoSuchBucket", f"bucket {session.bucket!r} does not exist")
+        if session.upload_id in self._uploads:
+            return rejected("InvalidState", f"upload {session.upload_id!r} already exists")
+        self._uploads[session.upload_id] = session
+        self._uploads_by_bucket[session.bucket][session.upload_id] = None
+        self._parts[session.upload_id] = {}
+        return accepted(session)
+
+    def _part_stored(self, event: Mapping[str, Any]) -> Outcome:
+        upload_id = fields.text(event, "upload_id")
+        part = PartInfo(
+            part_number=fields.integer(event, "part_number"),
+            payload_id=fields.text(event, "payload_id"),
+            size=fields.integer(event, "size", minimum=0),
+            sha256=fields.text(event, "sha256"),
+            stored_at=fields.integer(event, "at"),
+        )
+        if self._open_upload(upload_id, part.stored_at) is None:
+            return self._refuse("NoSuchUpload", f"no open upload {upload_id!r}", part.payload_id)
+        if not 1 <= part.part_number <= MAX_PART_NUMBER:
+            return self._refuse(
+                "InvalidPartNumber", f"part numbers are 1 to {MAX_PART_NUMBER}", part.payload_id
+            )
+        parts = self._parts[upload_id]
+        old = parts.get(part.part_number)
+        released: list[str] = []
+        self._ref(part.payload_id)
+        if old is not None:
+            self._unref(old.payload_id, released)
+        parts[part.part_number] = part
+        return accepted(part, released)
+
+    def _upload_completed(self, event: Mapping[str, Any]) -> Outcome:
+        upload_id = fields.text(event, "upload_id")
+        numbers = fields.integer_list(event, "part_numbers")
+        payload_id = fields.text(event, "payload_id")
+        size = fields.integer(event, "size", minimum=0)
+        sha256 = fields.text(event, "sha256")
+        version_token = fields.text(event, "version_token")
+        at = fields.integer(event, "at")
+        session = self._open_upload(upload_id, at)
+        if session is None:
+            return self._refuse("NoSuchUpload", f"no open upload {upload_id!r}", payload_id)
+        parts = self._parts[upload_id]
+        if not numbers:
+            return self._refuse("InvalidPart", "at least one part is required", payload_id)
+        if any(a >= b for a, b in itertools.pairwise(numbers)):
+            return self._refuse("InvalidPartOrder", "parts must be strictly ascending", payload_id)
+        missing = [number for number in numbers if number not in parts]
+        if missing:
+            return self._refuse("InvalidPart", f"part {missing[0]} was not stored", payload_id)
+        outcome = self._store_version(
+            self._buckets[session.bucket],
+            session.key,
+            payload_id,
+            size,
+            session.content_type,
+            sha256,
+            dict(session.custom_metadata),
+            version_token,
+            at,
+        )
+        if not outcome.ok:
+            return outcome
+        released = list(outcome.released_payloads)
+        self._close_upload(upload_id, released)
+        return accepted(outcome.value, released)
+
+    def _upload_aborted(self, event: Mapping[str, Any]) -> Outcome:
+        upload_id = fields.text(event, "upload_id")
+        fields.text(event, "reason")
+        fields.integer(event, "at")
+        session = self._uploads.get(upload_id)
+        if session is None:
+            return rejected("NoSuchUpload", f"no upload {upload_id!r}")
+        released: list[str] = []
+        self._close_upload(upload_id, released)
+        return accepted(session, released)
+
+    # -- reads: server, buckets, objects ------------------------------------------------
+
+    @property
+    def server_id(self) -> str | None:
+        return self._server_id
+
+    def anomalies(self) -> dict[str, int]:
+        """Events that could not be applied, by ``unknown:<type>`` / ``malformed:<type>``."""
+        return dict(self._anomalies)
+
+    def get_bucket(self, name: str) -> Bucket | None:
+        return self._buckets.get(name)
+
+    def bucket_usage(self, name: str) -> Usage:
+        """The bucket's usage (zero for a missing bucket)."""
+        return self._usage.get(name, Usage())
+
+    def list_buckets(self, owner: str | None = None) -> list[Bucket]:
+        """Buckets by name; only those of ``owner`` unless it is None."""
+        return [
+            bucket
+            for name, bucket in sorted(self._buckets.items())
+            if owner is None or bucket.owner == owner
+        ]
+
+    def head_object(
+        self, bucket: str, key: str, version_id: str | None = None
+    ) -> ObjectVersion | None:
+        """The latest version (None: latest; ``"null"``: the null version) or the given one.
+
+        Delete markers are returned too, so the caller can tell "deleted" from "absent".
+        """
+        keys = self._objects.get(bucket)
+        versions: Versions = () if keys is None else keys.get(key, ())
+        if not versions:
+            return None
+        if version_id is None:
+            return versions[-1]
+        index = _find(versions, None if version_id == NULL_VERSION_ID else version_id)
+        return None if index is None else versions[index]
+
+    def object_versions(self, bucket: str, key: str) -> Versions:
+        """Every version of a key, oldest first (empty if none)."""
+        keys = self._objects.get(bucket)
+        return () if keys is None else keys.get(key, ())
+
+    def quota_allows(self, bucket: str, key: str, incoming_size: int, reserved: int = 0) -> bool:
+        """Whether storing ``incoming_size`` bytes as ``key`` would keep the bucket within
+        its quota, with ``reserved`` bytes promised to PUTs in flight; False for a missing
+        bucket. The authoritative check is ``apply``'s."""
+        record = self._buckets.get(bucket)
+        if record is None:
+            return False
+        freed = 0
+        if not record.versioning_enabled:
+            current = self.head_object(bucket, key, NULL_VERSION_ID)
+            freed = 0 if current is None else current.size
+        return self._quota_allows(record, reserved + incoming_size - freed)
+
+    def list_objects(
+        self,
+        bucket: str,
+        prefix: str = "",
+        delimiter: str | None = None,
+        limit: int = 1000,
+        start_after: str | None = None,
+    ) -> ObjectPage:
+        """A page of the bucket's keys (see ``service.meta.listing``); empty if no bucket."""
+        if bucket not in self._buckets:
+            return ObjectPage((), (), None, False)
+        return listing.list_objects(
+            self._visible[bucket], self._objects[bucket], prefix, delimiter, limit, start_after
+        )
+
+    def list_versions(
+        self,
+        bucket: str,
+        prefix: str = "",
+        limit: int = 1000,
+        start_after: tuple[str, int] | None = None,
+    ) -> VersionPage:
+        """A page of the bucket's versions (see ``service.meta.listing``)."""
+        if bucket not in self._buckets:
+            return VersionPage((), None, False)
+        return listing.list_versions(self._objects[bucket], prefix, limit, start_after)
+
+    def referenced_payloads(self) -> set[str]:
+        """Every payload id a version or a part references (a copy: safe to use off-loop)."""
+        return set(self._refs)
+
+    def counts(self) -> Counts:
+        usages = self._usage.values()
+        return Counts(
+            buckets=len(self._buckets),
+            objects=sum(usage.object_count for usage in usages),
+            bytes_stored=sum(usage.size_bytes for usage in usages),
+        )
+
+    # -- reads: multipart ---------------------------------------------------------------
+
+    def get_upload(self, upload_id: str) -> UploadSession | None:
+        """The session, open or expired-but-not-yet-aborted (compare ``expires_at``)."""
+        return self._uploads.get(upload_id)
+
+    def upload_parts(self, upload_id: str) -> list[PartInfo]:
+        """The session's parts by part number (empty for an unknown session)."""
+        parts = self._parts.get(upload_id, {})
+        return [parts[number] for number in sorted(parts)]
+
+    def uploads(self, bucket: str | None = None) -> list[UploadSession]:
+        """Sessions of ``bucket`` (all for None) by key, then age."""
+        if bucket is None:
+            sessions = list(self._uploads.values())
+        else:
+            ids = self._uploads_by_bucket.get(bucket, {})
+            sessions = [self._uploads[upload_id] for upload_id in ids]
+        return sorted(sessions, key=lambda s: (s.bucket, s.key, s.created_at, s.upload_id))
+
+    def expired_uploads(self, now_ms: int) -> list[UploadSession]:
+        """Sessions past their ``expires_at``, for the task that journals their expiry."""
+        return [s for s in self.uploads() if s.expires_at < now_ms]
+
+    # -- reads: users and access keys ----------------------------------------------------
+
+    def get_user(self, user_id: str) -> User | None:
+        return self._accounts.get_user(user_id)
+
+    def user_by_username(self, username: str) -> User | None:
+        return self._accounts.user_by_username(username)
+
+    def list_users(self) -> list[User]:
+        return self._accounts.list_users()
+
+    def get_access_key(self, access_key_id: str) -> AccessKey | None:
+        return self._accounts.get_access_key(access_key_id)
+
+    def list_access_keys(self, user_id: str | None = None) -> list[AccessKey]:
+        return self._accounts.list_access_keys(user_id)
+
+    def touch_access_key(self, access_key_id: str, at_ms: int) -> None:
+        """Note a use of the key in memory; ``pending_key_usage`` offers it for journaling."""
+        self._accounts.touch(access_key_id, at_ms)
+
+    def key_last_used(self, access_key_id: str) -> int | None:
+        """The key's last use (ms), journaled or only touched; None if never used."""
+        last = self._accounts.last_used(access_key_id, -1)
+        return None if last < 0 else last
+
+    def pending_key_usage(self) -> dict[str, int]:
+        """Touches newer than the journal knows: the payload of an ``AccessKeysUsed`` event.
+
+        Reading does not clear them; applying that event does.
+        """
+        return self._accounts.pending_usage()

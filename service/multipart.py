@@ -1,0 +1,275 @@
+"""Resumable multipart uploads: sessions, parts, complete (join) and abort.
+
+Transport-free. Parts are ordinary payload files referenced by the session's records, so
+they survive restarts and the GC treats them like objects. ``complete`` joins the named
+parts in one pass off the event loop (computing the whole-object SHA-256 as it copies),
+promotes the result and commits one ``UploadCompleted`` record; the parts are released
+only by that commit, so a crash during the join leaves the session open and completable.
+
+While a session is being completed, part uploads and aborts on it answer 409 InvalidState:
+the join must read exactly the parts the record will name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from journal import crashpoints
+from service.buckets import outcome_error, require_bucket
+from service.engine import Engine
+from service.errors import ApiError
+from service.meta import ObjectVersion, PartInfo, UploadSession, events
+from service.objects import (
+    DEFAULT_CONTENT_TYPE,
+    new_version_token,
+    promote_staged,
+    require_key,
+    storage_failure,
+    validate_metadata,
+)
+from service.storage import StagedPayload
+from service.timefmt import now_ms
+
+MIB = 1024 * 1024
+DEFAULT_PART_SIZE = 8 * MIB
+MAX_PART_NUMBER = 10_000
+MAX_PARTS_IN_MANIFEST = MAX_PART_NUMBER
+
+
+def recommended_part_size(declared_size: int | None) -> int:
+    """8 MiB, or larger (whole MiB) so that 10,000 parts cover ``declared_size``.
+
+    >>> recommended_part_size(None) == 8 * MIB
+    True
+    >>> recommended_part_size(5 * 1024**4) // MIB
+    525
+    """
+    if declared_size is None:
+        return DEFAULT_PART_SIZE
+    needed = math.ceil(declared_size / MAX_PART_NUMBER / MIB) * MIB
+    return max(DEFAULT_PART_SIZE, needed)
+
+
+def max_parallel_parts() -> int:
+    """How many parts a client should send at once, from the machine's core count."""
+    return min(16, max(4, (os.cpu_count() or 2) * 2))
+
+
+def parse_part_number(raw: str | None) -> int:
+    if raw is None or not raw.isdigit() or not 1 <= int(raw) <= MAX_PART_NUMBER:
+        raise ApiError("InvalidPartNumber", f"partNumber must be an integer 1..{MAX_PART_NUMBER}")
+    return int(raw)
+
+
+def open_session(engine: Engine, upload_id: str) -> UploadSession:
+    """The open, unexpired session ``upload_id`` or 404 NoSuchUpload."""
+    session = engine.state.get_upload(upload_id)
+    if session is None or session.expires_at <= now_ms():
+        raise ApiError("NoSuchUpload", "no such upload, or it expired")
+    return session
+
+
+def stored_parts(engine: Engine, upload_id: str) -> dict[int, PartInfo]:
+    """The session's stored parts by number."""
+    return {part.part_number: part for part in engine.state.upload_parts(upload_id)}
+
+
+def ensure_not_completing(engine: Engine, upload_id: str) -> None:
+    if upload_id in engine.uploads_completing:
+        raise ApiError("InvalidState", "the upload is being completed")
+
+
+async def start_upload(engine: Engine, owner: str, body: Mapping[str, Any]) -> UploadSession:
+    """Open a session from a ``POST /multipart/init`` body."""
+    bucket, key = body.get("bucket"), body.get("key")
+    if not isinstance(bucket, str) or not isinstance(key, str):
+        raise ApiError("InvalidArgument", "bucket and key are required strings")
+    require_bucket(engine, bucket)
+    require_key(key)
+    content_type = body.get("content_type") or DEFAULT_CONTENT_TYPE
+    metadata = body.get("custom_metadata") or {}
+    declared = body.get("size_bytes")
+    if not isinstance(content_type, str):
+        raise ApiError("InvalidArgument", "content_type must be a string")
+    if not isinstance(metadata, dict) or not all(
+        isinstance(name, str) and isinstance(value, str) for name, value in metadata.items()
+    ):
+        raise ApiError("InvalidArgument", "custom_metadata must be an object of strings")
+    if declared is not None and (
+        isinstance(declared, bool) or not isinstance(declared, int) or declared < 0
+    ):
+        raise ApiError("InvalidArgument", "size_bytes must be a non-negative integer")
+    validate_metadata(metadata)
+    upload_id = secrets.token_hex(16)
+    at = now_ms()
+    outcome = await engine.commit(
+        events.upload_started(
+            upload_id=upload_id,
+            bucket=bucket,
+            key=key,
+            owner=owner,
+            content_type=content_type,
+            custom_metadata={name.lower(): value for name, value in metadata.items()},
+            recommended_part_size=recommended_part_size(declared),
+            at=at,
+            expires_at=at + int(engine.config.multipart_ttl * 1000),
+        )
+    )
+    if not outcome.ok:
+        raise outcome_error(outcome)
+    return open_session(engine, upload_id)
+
+
+def part_quota_room(engine: Engine, session: UploadSession) -> int | None:
+    """Bytes one more part may hold before the bucket's quota would be crossed."""
+    bucket = require_bucket(engine, session.bucket)
+    if bucket.quota_bytes is None:
+        return None
+    used = engine.state.bucket_usage(session.bucket).size_bytes
+    return max(0, bucket.quota_bytes - used)
+
+
+async def store_part(
+    engine: Engine,
+    session: UploadSession,
+    part_number: int,
+    staged: StagedPayload,
+    expected_sha256: str | None,
+) -> PartInfo:
+    """Promote a staged part and register it (replacing a part of the same number)."""
+    if expected_sha256 is not None and expected_sha256 != staged.sha256:
+        await engine.run_blocking(engine.store.discard_staged, staged)
+        raise ApiError("BadDigest", "the part's SHA-256 does not match X-Checksum-Sha256")
+    ensure_not_completing(engine, session.upload_id)
+    engine.ensure_writable()
+    payload_id = await promote_staged(engine, staged)
+    crashpoints.hit("multipart.part_promoted")
+    outcome = await engine.commit(
+        events.part_stored(
+            upload_id=session.upload_id,
+            part_number=part_number,
+            payload_id=payload_id,
+            size=staged.size,
+            sha256=staged.sha256,
+            at=now_ms(),
+        )
+    )
+    if not outcome.ok:
+        raise outcome_error(outcome)
+    part = stored_parts(engine, session.upload_id).get(part_number)
+    if part is None:
+        raise ApiError("NoSuchUpload", "the upload closed while the part arrived")
+    return part
+
+
+def parse_manifest(body: Mapping[str, Any]) -> list[tuple[int, str]]:
+    """``{"parts": [{"part_number", "etag"}]}`` as (number, etag) pairs, strictly ascending."""
+    parts = body.get("parts")
+    if not isinstance(parts, list) or not parts or len(parts) > MAX_PARTS_IN_MANIFEST:
+        raise ApiError("InvalidPart", "parts must be a non-empty list of {part_number, etag}")
+    manifest: list[tuple[int, str]] = []
+    for item in parts:
+        if not isinstance(item, dict):
+            raise ApiError("InvalidPart", "each part must be an object {part_number, etag}")
+        number, etag = item.get("part_number"), item.get("etag")
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise ApiError("InvalidPartNumber", "part_number must be an integer")
+        if not 1 <= number <= MAX_PART_NUMBER:
+            raise ApiError("InvalidPartNumber", f"part_number must be 1..{MAX_PART_NUMBER}")
+        if not isinstance(etag, str):
+            raise ApiError("InvalidPart", "etag must be a string")
+        manifest.append((number, etag.strip('"').lower()))
+    for (previous, _), (current, _) in itertools.pairwise(manifest):
+        if current <= previous:
+            raise ApiError("InvalidPartOrder", "parts must be listed in strictly ascending order")
+    return manifest
+
+
+def check_manifest(
+    stored: Mapping[int, PartInfo], manifest: Sequence[tuple[int, str]]
+) -> list[PartInfo]:
+    chosen = []
+    for number, etag in manifest:
+        part = stored.get(number)
+        if part is None:
+            raise ApiError("InvalidPart", f"part {number} was not uploaded")
+        if part.sha256 != etag:
+            raise ApiError("InvalidPart", f"part {number}'s etag does not match")
+        chosen.append(part)
+    return chosen
+
+
+def refuse_quarantined_parts(engine: Engine, parts: Sequence[PartInfo]) -> None:
+    """A part whose bytes failed verification after a power loss must be sent again."""
+    for part in parts:
+        if part.payload_id in engine.quarantined:
+            raise ApiError(
+                "InvalidPart",
+                f"part {part.part_number} failed verification after an unclean shutdown; "
+                "upload it again",
+            )
+
+
+async def complete_upload(
+    engine: Engine, session: UploadSession, body: Mapping[str, Any]
+) -> ObjectVersion:
+    """Join the manifest's parts into the key's new version and close the session."""
+    manifest = parse_manifest(body)
+    ensure_not_completing(engine, session.upload_id)
+    engine.ensure_writable()
+    parts = check_manifest(stored_parts(engine, session.upload_id), manifest)
+    refuse_quarantined_parts(engine, parts)
+    engine.uploads_completing.add(session.upload_id)
+    try:
+        try:
+            staged = await engine.run_blocking(engine.store.join, [p.payload_id for p in parts])
+        except OSError as exc:
+            raise storage_failure(exc) from None  # the join discarded its staging file
+        payload_id = await promote_staged(engine, staged)
+        crashpoints.hit("multipart.joined_promoted")
+        outcome = await engine.commit(
+            events.upload_completed(
+                upload_id=session.upload_id,
+                part_numbers=[part.part_number for part in parts],
+                payload_id=payload_id,
+                size=staged.size,
+                sha256=staged.sha256,
+                version_token=new_version_token(),
+                at=now_ms(),
+            )
+        )
+    finally:
+        engine.uploads_completing.discard(session.upload_id)
+    crashpoints.hit("multipart.after_complete_record")
+    if not outcome.ok or not isinstance(outcome.value, ObjectVersion):
+        raise outcome_error(outcome)
+    return outcome.value
+
+
+async def abort_upload(engine: Engine, session: UploadSession, reason: str = "aborted") -> None:
+    """Close a session without an object; its parts are released by the commit."""
+    ensure_not_completing(engine, session.upload_id)
+    outcome = await engine.commit(
+        events.upload_aborted(upload_id=session.upload_id, reason=reason, at=now_ms())
+    )
+    crashpoints.hit("multipart.after_abort_record")
+    if not outcome.ok:
+        raise outcome_error(outcome)
+
+
+async def reap_expired_uploads(engine: Engine) -> int:
+    """Abort every session past its expiry (the background reaper); how many."""
+    reaped = 0
+    for session in engine.state.expired_uploads(now_ms()):
+        if session.upload_id in engine.uploads_completing or engine.read_only_reason:
+            continue
+        outcome = await engine.commit(
+            events.upload_aborted(upload_id=session.upload_id, reason="expired", at=now_ms())
+        )
+        reaped += int(outcome.ok)
+    return reaped

@@ -1,0 +1,237 @@
+"""Object operations: the write path after staging, deletes, and version resolution.
+
+Transport-free: the HTTP handlers feed bytes into a ``StagingUpload`` and hand the staged
+payload here; the in-process engine tests drive the same functions.
+
+Write path (``store_object``): the staged file is already flushed (fsync in strict) ->
+promote (atomic rename + directory fsync in strict) -> journal commit -> the outcome. A
+promote that fails takes back whatever it left and answers 507 when the disk is full. A
+commit refused outright (rejected by ``apply``: a precondition or quota lost a race, the
+bucket vanished) releases the promoted payload at once. A commit whose outcome is unknown
+(journal fail-stop) leaves the payload for the next replay and the GC to settle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from service.buckets import outcome_error, require_bucket
+from service.engine import Engine
+from service.errors import ApiError
+from service.meta import ObjectVersion, events
+from service.names import key_problem
+from service.storage import PayloadStore, StagedPayload
+from service.timefmt import now_ms
+
+DEFAULT_CONTENT_TYPE = "application/octet-stream"
+MAX_METADATA_BYTES = 8 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class PutIntent:
+    """Everything a PUT declares before its body arrives."""
+
+    bucket: str
+    key: str
+    content_type: str = DEFAULT_CONTENT_TYPE
+    custom_metadata: Mapping[str, str] = field(default_factory=dict)
+    if_none_match: bool = False
+    if_match: str | None = None
+    expected_sha256: str | None = None
+    content_length: int | None = None
+
+
+@dataclass(slots=True)
+class PutTimings:
+    """Seconds spent in each stage after the body was staged."""
+
+    promote: float = 0.0
+    journal_commit: float = 0.0
+
+
+def new_version_token() -> str:
+    """A version id: sortable by time (ms prefix), unique by a random suffix."""
+    return f"{now_ms():013x}{secrets.token_hex(6)}"
+
+
+def require_key(key: str) -> None:
+    problem = key_problem(key)
+    if problem:
+        raise ApiError("InvalidKey", problem)
+
+
+def validate_metadata(metadata: Mapping[str, str]) -> None:
+    total = sum(len(name) + len(value) for name, value in metadata.items())
+    if total > MAX_METADATA_BYTES:
+        raise ApiError("InvalidArgument", f"custom metadata exceeds {MAX_METADATA_BYTES} bytes")
+
+
+def storage_failure(exc: OSError) -> ApiError:
+    """The contract's answer to a payload file operation that failed: 507 when the disk is
+    full (nothing partial is kept), 500 otherwise."""
+    if exc.errno == errno.ENOSPC:
+        return ApiError("InsufficientStorage", "the disk is full; nothing was stored")
+    return ApiError("InternalError", "writing the payload failed", log_detail=repr(exc))
+
+
+def take_back_promote(store: PayloadStore, staged: StagedPayload, payload_id: str) -> None:
+    """Undo a failed promote: the staged file or the renamed payload, whichever is left.
+
+    Nothing references ``payload_id`` yet. Blocking; best effort (the staging sweep and the
+    GC collect anything left behind).
+    """
+    with contextlib.suppress(OSError):
+        store.discard_staged(staged)
+    with contextlib.suppress(OSError):
+        store.remove([payload_id])
+
+
+async def promote_staged(engine: Engine, staged: StagedPayload) -> str:
+    """Promote ``staged`` under a fresh payload id and return it; on failure leave nothing
+    and raise the contract's error (507 when the disk is full)."""
+    payload_id = engine.store.new_payload_id()
+    try:
+        await engine.run_blocking(engine.store.promote, staged, payload_id)
+    except OSError as exc:
+        await engine.run_blocking(take_back_promote, engine.store, staged, payload_id)
+        raise storage_failure(exc) from None
+    return payload_id
+
+
+def quota_room(engine: Engine, bucket: str, key: str) -> int | None:
+    """How many body bytes a PUT of ``key`` may still add, or None without a quota."""
+    record = require_bucket(engine, bucket)
+    if record.quota_bytes is None:
+        return None
+    used = engine.state.bucket_usage(bucket).size_bytes
+    replaced = 0
+    if not record.versioning_enabled:
+        current = engine.state.head_object(bucket, key, None)
+        if current is not None and current.version_id is None and not current.is_delete_marker:
+            replaced = current.size
+    return max(0, record.quota_bytes - used + replaced)
+
+
+def precheck_put(engine: Engine, intent: PutIntent) -> None:
+    """Refuse a PUT before its body is read, when the answer is already known."""
+    engine.ensure_writable()
+    require_bucket(engine, intent.bucket)
+    require_key(intent.key)
+    validate_metadata(intent.custom_metadata)
+    current = engine.state.head_object(intent.bucket, intent.key, None)
+    visible = current is not None and not current.is_delete_marker
+    if intent.if_none_match and visible:
+        raise ApiError("PreconditionFailed", "the key already exists (If-None-Match: *)")
+    if intent.if_match is not None and (
+        not visible or current is None or current.sha256 != intent.if_match
+    ):
+        raise ApiError("PreconditionFailed", "the current ETag does not match If-Match")
+    room = quota_room(engine, intent.bucket, intent.key)
+    if room is not None and intent.content_length is not None and intent.content_length > room:
+        raise ApiError("QuotaExceeded", "the object would take the bucket past its quota")
+
+
+async def store_object(
+    engine: Engine, intent: PutIntent, staged: StagedPayload
+) -> tuple[ObjectVersion, PutTimings]:
+    """Promote a staged payload and commit it as the key's new version."""
+    timings = PutTimings()
+    if intent.expected_sha256 is not None and intent.expected_sha256 != staged.sha256:
+        await engine.run_blocking(engine.store.discard_staged, staged)
+        raise ApiError("BadDigest", "the body's SHA-256 does not match X-Checksum-Sha256")
+    engine.ensure_writable()
+    started = time.perf_counter()
+    payload_id = await promote_staged(engine, staged)
+    timings.promote = time.perf_counter() - started
+    event = events.object_stored(
+        bucket=intent.bucket,
+        key=intent.key,
+        payload_id=payload_id,
+        size=staged.size,
+        content_type=intent.content_type,
+        sha256=staged.sha256,
+        custom_metadata=dict(intent.custom_metadata),
+        version_token=new_version_token(),
+        if_none_match=intent.if_none_match,
+        if_match=intent.if_match,
+        at=now_ms(),
+    )
+    started = time.perf_counter()
+    try:
+        outcome = await engine.commit(event)
+    except ApiError as error:
+        if error.code == "ServiceUnavailable":
+            # Refused before anything reached the journal: the payload is ours to remove.
+            engine.release_payloads([payload_id])
+        raise
+    timings.journal_commit = time.perf_counter() - started
+    if not outcome.ok or not isinstance(outcome.value, ObjectVersion):
+        raise outcome_error(outcome)
+    return outcome.value, timings
+
+
+async def delete_object(engine: Engine, bucket: str, key: str, version_id: str | None) -> None:
+    """Delete the key (a delete marker under versioning) or one version for good."""
+    require_bucket(engine, bucket)
+    require_key(key)
+    engine.ensure_writable()
+    if version_id is None:
+        current = engine.state.head_object(bucket, key, None)
+        if current is None or current.is_delete_marker:
+            raise ApiError("NoSuchKey", f"no object {key!r} in bucket {bucket!r}")
+    elif engine.state.head_object(bucket, key, version_id) is None:
+        raise ApiError("NoSuchVersion", f"no version {version_id!r} of {key!r}")
+    outcome = await engine.commit(
+        events.object_deleted(
+            bucket=bucket,
+            key=key,
+            version_id=version_id,
+            version_token=new_version_token(),
+            at=now_ms(),
+        )
+    )
+    if not outcome.ok:
+        raise outcome_error(outcome)
+
+
+def read_window(store: PayloadStore, payload_id: str, start: int, length: int) -> bytes:
+    """Read ``length`` bytes of a payload from ``start`` (blocking: run on the executor)."""
+    payload = store.open_payload(payload_id)
+    try:
+        payload.seek(start)
+        return payload.read(length)
+    finally:
+        payload.close()
+
+
+def resolve_version(engine: Engine, bucket: str, key: str, version_id: str | None) -> ObjectVersion:
+    """The version a GET/HEAD reads, or the contract's 404."""
+    require_bucket(engine, bucket)
+    require_key(key)
+    version = engine.state.head_object(bucket, key, version_id)
+    if version_id is not None:
+        if version is None:
+            raise ApiError("NoSuchVersion", f"no version {version_id!r} of {key!r}")
+        if version.is_delete_marker:
+            raise ApiError("MethodNotAllowed", "the version is a delete marker")
+        refuse_quarantined(engine, version)
+        return version
+    if version is None or version.is_delete_marker:
+        raise ApiError("NoSuchKey", f"no object {key!r} in bucket {bucket!r}")
+    refuse_quarantined(engine, version)
+    return version
+
+
+def refuse_quarantined(engine: Engine, version: ObjectVersion) -> None:
+    """An integrity error instead of bytes that failed verification after a power loss."""
+    if version.payload_id is not None and version.payload_id in engine.quarantined:
+        raise ApiError(
+            "InternalError",
+            "the stored bytes of this version failed verification after an unclean "
+            "shutdown and are quarantined; write the object again",
+        )

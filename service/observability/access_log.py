@@ -1,0 +1,166 @@
+"""Logging in logfmt: the formatter, ``--log-level`` set-up, and the one-line access log.
+
+Every log line, access or not, is one logfmt line on stderr::
+
+    ts=2026-11-22T08:41:44.123Z level=info logger=service.access msg=request request_id=r1
+    method=PUT route=/api/v1/buckets/{bucket}/objects/{key} status=200 bytes_in=5 bytes_out=310
+    duration_ms=12.345 credential=bk_x remote=127.0.0.1
+
+(one line in reality). Values that are empty or hold a space, ``=``, a quote or a
+non-printable character are double-quoted, with ``\\``, ``"`` and control characters
+escaped, so a line can never be split or forged by what a client sent. The access line carries
+the route TEMPLATE, never the raw path: object keys stay out of the logs.
+
+Secrets never reach a line: ``redact`` replaces ``sk_...`` secrets and the credential of
+``Bearer``/``Basic`` authorization values with ``****``. It runs on every key and value,
+messages and tracebacks included, a guard against a secret passed by mistake. It errs on the
+side of safety: any ``sk_`` run is masked, even inside a word (``disk_free`` reads ``di****``).
+
+Thread-safety: the formatter is stateless and safe from any thread (executor threads log
+too); ``configure_logging`` changes the root logger and belongs to start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from typing import TextIO
+
+from service.timefmt import rfc3339_ms
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+"""Values of ``--log-level`` / ``SERVICE_LOG_LEVEL``."""
+ACCESS_LOGGER_NAME = "service.access"
+REDACTED = "****"
+
+_SECRET_PATTERN = re.compile(r"sk_[A-Za-z0-9_\-]+")
+_AUTHORIZATION_PATTERN = re.compile(r"\b(Bearer|Basic)\s+[^\s\"',;]+", re.IGNORECASE)
+_BARE_VALUE = re.compile(r"[^\s=\"\\]+")
+_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def redact(text: str) -> str:
+    """``text`` with secret keys and authorization credentials replaced by ``****``.
+
+    >>> redact("curl -u bk_1:sk_AbC-9 -H 'Authorization: Bearer tok.en'")
+    "curl -u bk_1:**** -H 'Authorization: Bearer ****'"
+    """
+    text = _SECRET_PATTERN.sub(REDACTED, text)
+    return _AUTHORIZATION_PATTERN.sub(lambda match: f"{match.group(1)} {REDACTED}", text)
+
+
+def _quote(value: str) -> str:
+    if value and value.isprintable() and _BARE_VALUE.fullmatch(value):
+        return value
+    return '"' + "".join(_escape(char) for char in value) + '"'
+
+
+def _escape(char: str) -> str:
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    if char.isprintable():
+        return char
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def logfmt(pairs: Iterable[tuple[str, object]]) -> str:
+    """One logfmt line (no newline) from ``(key, value)`` pairs, every value redacted.
+
+    >>> logfmt([("status", 200), ("route", "/a/{key}"), ("msg", 'say "hi"'), ("x", None)])
+    'status=200 route=/a/{key} msg="say \\\\"hi\\\\"" x=-'
+    """
+    parts = []
+    for key, value in pairs:
+        safe_key = _KEY_UNSAFE.sub("_", redact(key)) or "_"
+        parts.append(f"{safe_key}={_quote(redact(_text(value)))}")
+    return " ".join(parts)
+
+
+class LogfmtFormatter(logging.Formatter):
+    """Formats any record as ``ts level logger msg`` plus the fields in ``extra={"fields":
+    {...}}``, plus ``exc`` (the traceback, escaped onto the same line) when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        pairs: list[tuple[str, object]] = [
+            ("ts", rfc3339_ms(int(record.created * 1000))),
+            ("level", record.levelname.lower()),
+            ("logger", record.name),
+            ("msg", record.getMessage()),
+        ]
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            pairs.extend((str(key), value) for key, value in fields.items())
+        if record.exc_info:
+            pairs.append(("exc", self.formatException(record.exc_info)))
+        elif record.exc_text:
+            pairs.append(("exc", record.exc_text))
+        return logfmt(pairs)
+
+
+class _LogfmtHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The handler ``configure_logging`` installs; its class marks it for replacement."""
+
+
+def configure_logging(level: str, stream: TextIO | None = None) -> None:
+    """Send every log record at ``level`` or above to ``stream`` (stderr) in logfmt.
+
+    Calling it again replaces the handler it installed before (and only that one), so tests
+    and a re-configuration do not duplicate lines.
+    """
+    name = level.strip().lower()
+    if name not in LOG_LEVELS:
+        raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, _LogfmtHandler):
+            root.removeHandler(handler)
+    handler = _LogfmtHandler(stream)
+    handler.setFormatter(LogfmtFormatter())
+    root.addHandler(handler)
+    root.setLevel(name.upper())
+
+
+def log_access(
+    *,
+    request_id: str,
+    method: str,
+    route: str,
+    status: int,
+    bytes_in: int,
+    bytes_out: int,
+    duration_s: float,
+    credential: str | None,
+    remote: str | None,
+    logger: logging.Logger | None = None,
+) -> None:
+    """Log the one access line of a finished request, at info level.
+
+    ``route`` is the route template, ``credential`` the access key id or user id that
+    authenticated the request (None when anonymous: logged as ``-``); never pass a secret.
+    """
+    target = logger if logger is not None else logging.getLogger(ACCESS_LOGGER_NAME)
+    if not target.isEnabledFor(logging.INFO):
+        return
+    fields = {
+        "request_id": request_id,
+        "method": method,
+        "route": route,
+        "status": status,
+        "bytes_in": bytes_in,
+        "bytes_out": bytes_out,
+        "duration_ms": duration_s * 1000,
+        "credential": credential,
+        "remote": remote,
+    }
+    target.info("request", extra={"fields": fields})

@@ -1,0 +1,133 @@
+"""Starting and stopping the server process.
+
+Startup: replay the journal (engine), bootstrap on a fresh data dir, listen. SIGTERM or
+SIGINT: stop accepting, let in-flight requests finish (bounded), write a final snapshot and
+close the journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+import tornado.httpserver
+import tornado.ioloop
+import tornado.web
+
+from journal.fs import FileSystem
+from service.app import make_app, route_names
+from service.auth import CREDENTIALS_FILENAME, load_or_create_server_secret
+from service.bootstrap import bootstrap_if_empty
+from service.config import Config
+from service.context import AppContext
+from service.engine import Engine, install_crash_hook
+from service.meta import events
+from service.multipart import reap_expired_uploads
+from service.observability import BucketUsage, Metrics, PerformanceRecorder, configure_logging
+from service.timefmt import now_ms
+
+log = logging.getLogger("service")
+
+CHUNK_BYTES = 256 * 1024
+JSON_BODY_LIMIT = 1024 * 1024
+SHUTDOWN_GRACE_SECONDS = 30.0
+KEY_USAGE_FLUSH_SECONDS = 60.0
+
+
+def observe_journal_batch(metrics: Metrics, records: int, seconds: float) -> None:
+    """One group commit: its size and how long its write (and fsync) took."""
+    metrics.observe_journal_batch(records)
+    metrics.observe_journal_fsync(seconds)
+
+
+def credentials_hint(config: Config, fs: FileSystem) -> str:
+    """Where the operator finds the credentials (never the secret itself)."""
+    path = os.path.join(config.data_dir, CREDENTIALS_FILENAME)
+    if fs.exists(path):
+        return f"see {path}"
+    return "the SERVICE_ROOT_ACCESS_KEY / SERVICE_ROOT_SECRET_KEY you configured"
+
+
+def bucket_usage_rows(engine: Engine) -> list[BucketUsage]:
+    """Per-bucket usage for the metrics collector (read at scrape time, on the loop)."""
+    state = engine.state
+    rows = []
+    for bucket in state.list_buckets():
+        usage = state.bucket_usage(bucket.name)
+        rows.append(BucketUsage(bucket.name, usage.object_count, usage.size_bytes))
+    return rows
+
+
+async def flush_key_usage(engine: Engine) -> None:
+    """Persist access keys' last-use times in one record (not one write per request)."""
+    pending = engine.state.pending_key_usage()
+    if pending and engine.read_only_reason is None:
+        await engine.commit(events.access_keys_used(last_used=pending, at=now_ms()))
+
+
+def make_http_server(app: tornado.web.Application, config: Config) -> tornado.httpserver.HTTPServer:
+    """An HTTP server with the limits that keep hostile clients from holding memory."""
+    return tornado.httpserver.HTTPServer(
+        app,
+        chunk_size=CHUNK_BYTES,
+        max_header_size=config.max_header_bytes,
+        max_body_size=JSON_BODY_LIMIT,
+        idle_connection_timeout=config.idle_timeout,
+        body_timeout=config.body_timeout,
+        decompress_request=False,
+    )
+
+
+async def serve(config: Config) -> None:
+    """Run until SIGTERM/SIGINT."""
+    install_crash_hook(config.crash_point)
+    engine = Engine(config)
+    await engine.start()
+    server_secret = await engine.run_blocking(
+        load_or_create_server_secret, engine.fs, config.data_dir
+    )
+    await bootstrap_if_empty(engine, config)
+    reap_interval = max(0.5, min(60.0, config.multipart_ttl / 4))
+    engine.add_background_job(reap_interval, lambda: reap_expired_uploads(engine))
+    engine.add_background_job(KEY_USAGE_FLUSH_SECONDS, lambda: flush_key_usage(engine))
+    metrics = Metrics(bucket_usage=lambda: bucket_usage_rows(engine), routes=route_names())
+    if engine.journal is not None:
+        engine.journal.batch_observer = lambda records, seconds: observe_journal_batch(
+            metrics, records, seconds
+        )
+    ctx = AppContext(config, engine, metrics, PerformanceRecorder(), server_secret)
+    server = make_http_server(make_app(ctx), config)
+    server.listen(config.port, address=config.host)
+    watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
+    watchdog.start()
+    print(
+        f"service listening on http://{config.host}:{config.port} "
+        f"(data dir {config.data_dir}, durability {config.durability})",
+        flush=True,
+    )
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    log.info("shutting down")
+    server.stop()
+    watchdog.stop()
+    try:
+        await asyncio.wait_for(server.close_all_connections(), SHUTDOWN_GRACE_SECONDS)
+    except TimeoutError:
+        log.warning("in-flight requests did not finish within %.0f s", SHUTDOWN_GRACE_SECONDS)
+    await engine.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from service.config import load_config
+
+    config = load_config(argv)
+    configure_logging(config.log_level, sys.stderr)
+    asyncio.run(serve(config))
+    return 0

@@ -1,0 +1,25 @@
+"""Payload files: staging, promotion, reads, joins and garbage collection.
+
+``PayloadStore`` (blocking, thread-safe) owns every payload file under the data root;
+``StagingUpload`` streams a request body into it from the event loop. Nothing else in the
+service touches payload files.
+"""
+
+from service.storage.integrity import INTEGRITY_CRASH_POINTS, PayloadIntegrity
+from service.storage.layout import is_valid_payload_id
+from service.storage.payloads import STORAGE_CRASH_POINTS, GcResult, PayloadStore
+from service.storage.pipeline import StagingUpload, run_blocking
+from service.storage.staging import StagedPayload, StagingFile
+
+__all__ = [
+    "INTEGRITY_CRASH_POINTS",
+    "STORAGE_CRASH_POINTS",
+    "GcResult",
+    "PayloadIntegrity",
+    "PayloadStore",
+    "StagedPayload",
+    "StagingFile",
+    "StagingUpload",
+    "is_valid_payload_id",
+    "run_blocking",
+]

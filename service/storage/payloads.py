@@ -1,0 +1,346 @@
+"""The payload store: the only code that creates, promotes, reads and deletes payload files.
+
+A PUT stages its body (``create_staging`` -> ``StagingFile``), the store promotes the sealed
+file under a fresh payload id with an atomic rename, and only then does the engine commit
+the metadata that references the id. So a crash at any point leaves either nothing visible
+or an unreferenced payload file, which ``collect_garbage`` removes once it is older than the
+grace period (younger ones may belong to a PUT between promote and commit).
+
+In ``strict`` durability every step that a later step depends on is made durable first: the
+staged data before the rename, the rename (and any fan-out directory it needed) before the
+journal commit. In ``balanced`` durability the OS writes back when it likes.
+
+Every file operation goes through the ``journal.fs.FileSystem`` seam. All methods block;
+call them from executor threads. They are safe to call concurrently: the only shared
+mutable state is the set of fan-out directories known to exist, guarded by a lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from journal import crashpoints
+from journal.fs import FileSystem, ReadableFile
+from service.config import Durability
+from service.storage import layout
+from service.storage.layout import Layout
+from service.storage.staging import StagedPayload, StagingFile
+
+STORAGE_CRASH_POINTS = (
+    "put.staging_created",
+    "put.chunk_written",
+    "put.body_complete",
+    "put.after_data_fsync",
+    "put.after_rename",
+    "put.after_dir_fsync",
+    "multipart.mid_join",
+    "gc.batch",
+    "staging.sweep",
+)
+"""The names this package passes to ``journal.crashpoints.hit``, in PUT order first."""
+
+JOIN_BUFFER_BYTES = 8 * 1024 * 1024
+"""Window of a multipart join: big enough that syscalls are noise, small enough to ignore."""
+VERIFY_BUFFER_BYTES = 1024 * 1024
+GC_BATCH = 256
+"""Files unlinked between two directory fsyncs (and two ``gc.batch`` crash points)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GcResult:
+    """What one garbage-collection pass did."""
+
+    removed: int
+    """Files deleted: unreferenced payloads and junk names, all older than the grace period."""
+    kept_young: int
+    """Unreferenced files spared because they are younger than the grace period."""
+    scanned: int
+    """Files looked at in the payload tree."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A file found in the payload tree; ``payload_id`` is None for a name that is no id."""
+
+    path: str
+    payload_id: str | None
+
+
+class PayloadStore:
+    """Payload files of one data root; see the module docstring."""
+
+    def __init__(
+        self,
+        root: str,
+        *,
+        fs: FileSystem,
+        durability: Durability,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """Create the staging and payload directories if missing (blocking, at startup)."""
+        if durability not in ("strict", "balanced"):
+            raise ValueError(f"unknown durability {durability!r}")
+        self._fs = fs
+        self._layout = Layout(root)
+        self._strict = durability == "strict"
+        self._clock = clock
+        self._dir_lock = threading.Lock()
+        self._ready_dirs: set[str] = set()
+        fs.mkdir(self._layout.staging_dir)
+        fs.mkdir(self._layout.payloads_dir)
+        if self._strict:
+            # A payload renamed into payloads/ must not vanish with the directory itself.
+            fs.fsync_dir(root)
+
+    @property
+    def layout(self) -> Layout:
+        return self._layout
+
+    @staticmethod
+    def new_payload_id() -> str:
+        return layout.new_payload_id()
+
+    # -- writing ----------------------------------------------------------------------
+
+    def create_staging(self) -> StagingFile:
+        """A new, empty staging file for a PUT body."""
+        staging = self._new_staging(crash_points=True)
+        crashpoints.hit("put.staging_created")
+        return staging
+
+    def promote(self, staged: StagedPayload, payload_id: str) -> None:
+        """Rename a sealed staging file into place as ``payload_id``.
+
+        Readers see either no payload or the whole of it. In strict mode the directory
+        entry is durable on return, so the journal may reference the id.
+        """
+        target = self._layout.payload_path(payload_id)
+        directory = self._ensure_payload_dir(payload_id)
+        # Atomic: the payload appears whole, under a name no one references yet.
+        self._fs.rename(staged.path, target)
+        crashpoints.hit("put.after_rename")
+        if self._strict:
+            # The rename must survive a crash before the journal records the id.
+            self._fs.fsync_dir(directory)
+        crashpoints.hit("put.after_dir_fsync")
+
+    def join(self, payload_ids: Sequence[str]) -> StagedPayload:
+        """Concatenate payloads, in order, into a new sealed staging file.
+
+        One pass computes the whole-object SHA-256; memory stays at one window. The parts
+        are left untouched: the engine removes them after the completion is committed.
+        On any error the new staging file is discarded before the error propagates.
+        """
+        paths = [self._layout.payload_path(payload_id) for payload_id in payload_ids]
+        staging = self._new_staging(crash_points=False)
+        buffer = memoryview(bytearray(JOIN_BUFFER_BYTES))
+        try:
+            for index, path in enumerate(paths):
+                if index:
+                    crashpoints.hit("multipart.mid_join")
+                source = self._fs.open_read(path)
+                try:
+                    staging.append_from(source, buffer)
+                finally:
+                    source.close()
+            return staging.finish()
+        except Exception:
+            staging.discard()
+            raise
+
+    # -- reading ----------------------------------------------------------------------
+
+    def open_payload(self, payload_id: str) -> ReadableFile:
+        """Open a payload for reading; FileNotFoundError if it does not exist."""
+        return self._fs.open_read(self._layout.payload_path(payload_id))
+
+    def payload_size(self, payload_id: str) -> int:
+        return self._fs.stat(self._layout.payload_path(payload_id)).size
+
+    def verify(self, payload_id: str, size: int, sha256: str) -> bool:
+        """Whether the payload exists with exactly this size and SHA-256 (reads it all)."""
+        try:
+            source = self._fs.open_read(self._layout.payload_path(payload_id))
+        except FileNotFoundError:
+            return False
+        try:
+            if source.size() != size:
+                return False
+            digest = hashlib.sha256()
+            buffer = memoryview(bytearray(VERIFY_BUFFER_BYTES))
+            while count := source.readinto(buffer):
+                digest.update(buffer[:count])
+            return digest.hexdigest() == sha256.lower()
+        finally:
+            source.close()
+
+    def list_payload_ids(self) -> Iterator[str]:
+        """Every payload id on disk; lazy, so iterate it off the event loop."""
+        for entry in self._walk_payloads():
+            if entry.payload_id is not None:
+                yield entry.payload_id
+
+    def disk_usage(self) -> tuple[int, int]:
+        """(total_bytes, free_bytes) of the file system holding the data root."""
+        return self._fs.disk_usage(self._layout.root)
+
+    # -- removing ---------------------------------------------------------------------
+
+    def remove(self, payload_ids: Iterable[str]) -> int:
+        """Delete payload files; missing ones are fine. Return how many were deleted."""
+        return self._unlink_all([self._layout.payload_path(p) for p in payload_ids])
+
+    def discard_staged(self, staged: StagedPayload) -> None:
+        """Delete a sealed staging file that will not be promoted (a failed checksum).
+
+        Harmless if it is gone already. No directory fsync: a removal lost in a crash
+        leaves a staging file, which the sweep removes.
+        """
+        if os.path.dirname(staged.path) != self._layout.staging_dir:
+            raise ValueError(f"not a staging file of this store: {staged.path!r}")
+        with contextlib.suppress(FileNotFoundError):
+            self._fs.unlink(staged.path)
+
+    def sweep_staging(self, ttl_seconds: float) -> int:
+        """Delete staging files last written more than ``ttl_seconds`` ago; return the count.
+
+        They are bodies of uploads that died with the process or the connection. No
+        directory fsync: a removal lost in a crash is simply swept again.
+        """
+        now = self._clock()
+        removed = 0
+        staging_dir = self._layout.staging_dir
+        for name in self._fs.listdir(staging_dir):
+            path = os.path.join(staging_dir, name)
+            try:
+                info = self._fs.stat(path)
+                if info.is_dir or now - info.mtime <= ttl_seconds:
+                    continue
+                self._fs.unlink(path)
+            except FileNotFoundError:
+                continue  # finished, promoted or discarded meanwhile
+            removed += 1
+            crashpoints.hit("staging.sweep")
+        return removed
+
+    def collect_garbage(
+        self, is_referenced: Callable[[str], bool], grace_seconds: float
+    ) -> GcResult:
+        """Delete payload files nothing references, and junk names, older than the grace.
+
+        The grace period protects a PUT between promote and journal commit: its file is
+        unreferenced but young. A grace of 0 (at startup, when nothing is in flight)
+        collects every unreferenced file. Empty fan-out directories stay.
+        """
+        now = self._clock()
+        removed = kept_young = scanned = 0
+        batch: list[str] = []
+        for entry in self._walk_payloads():
+            scanned += 1
+            if entry.payload_id is not None and is_referenced(entry.payload_id):
+                continue
+            try:
+                info = self._fs.stat(entry.path)
+            except FileNotFoundError:
+                continue
+            if info.is_dir:
+                continue
+            if grace_seconds > 0 and now - info.mtime < grace_seconds:
+                kept_young += 1
+                continue
+            batch.append(entry.path)
+            if len(batch) >= GC_BATCH:
+                removed += self._unlink_all(batch)
+                crashpoints.hit("gc.batch")
+                batch = []
+        if batch:
+            removed += self._unlink_all(batch)
+            crashpoints.hit("gc.batch")
+        return GcResult(removed=removed, kept_young=kept_young, scanned=scanned)
+
+    # -- internals --------------------------------------------------------------------
+
+    def _new_staging(self, *, crash_points: bool) -> StagingFile:
+        file = self._fs.create(self._layout.new_staging_path())
+        return StagingFile(self._fs, file, strict=self._strict, crash_points=crash_points)
+
+    def _ensure_payload_dir(self, payload_id: str) -> str:
+        """Create the payload's fan-out directories if needed; return the leaf directory.
+
+        In strict mode a directory this process creates is fsynced into its parent before
+        any payload is renamed into it, under the lock, so that no other thread can promote
+        into a directory whose own entry is not yet durable.
+        """
+        leaf = self._layout.payload_dir(payload_id)
+        if leaf in self._ready_dirs:
+            return leaf
+        with self._dir_lock:
+            for directory in self._layout.fan_out_dirs(payload_id):
+                if directory in self._ready_dirs:
+                    continue
+                if not self._fs.exists(directory):
+                    self._fs.mkdir(directory)
+                    if self._strict:
+                        # The new directory's entry must survive, or so would not its payloads.
+                        self._fs.fsync_dir(os.path.dirname(directory))
+                self._ready_dirs.add(directory)
+        return leaf
+
+    def _unlink_all(self, paths: Sequence[str]) -> int:
+        removed = 0
+        directories: dict[str, None] = {}
+        for path in paths:
+            try:
+                self._fs.unlink(path)
+            except FileNotFoundError:
+                continue
+            removed += 1
+            directories[os.path.dirname(path)] = None
+        if self._strict:
+            for directory in directories:
+                # Space reported free is really free, and the file won't resurface after a
+                # crash as an orphan to collect again.
+                self._fs.fsync_dir(directory)
+        return removed
+
+    def _walk_payloads(self) -> Iterator[_Entry]:
+        """Every file in the payload tree, flagged with its payload id when it is one.
+
+        A file is a payload only if its name is an id and it sits in that id's fan-out
+        directory; anything else (a temp file left by a tool, a misplaced id) is junk.
+        """
+        root = self._layout.payloads_dir
+        for first in self._listdir(root) or ():
+            first_path = os.path.join(root, first)
+            seconds = self._listdir(first_path) if layout.is_fan_out_name(first) else None
+            if seconds is None:
+                yield _Entry(first_path, None)
+                continue
+            for second in seconds:
+                second_path = os.path.join(first_path, second)
+                names = self._listdir(second_path) if layout.is_fan_out_name(second) else None
+                if names is None:
+                    yield _Entry(second_path, None)
+                    continue
+                for name in names:
+                    is_payload = (
+                        layout.is_valid_payload_id(name)
+                        and name[0:2] == first
+                        and name[2:4] == second
+                    )
+                    yield _Entry(os.path.join(second_path, name), name if is_payload else None)
+
+    def _listdir(self, path: str) -> list[str] | None:
+        """Sorted entries of a directory: empty if it is gone, None if it is not a directory."""
+        try:
+            return sorted(self._fs.listdir(path))
+        except FileNotFoundError:
+            return []
+        except NotADirectoryError:
+            return None

@@ -1,0 +1,132 @@
+"""Smoke tests of the bench code: tiny sizes, a second of load, assertions on shape only.
+
+Speed is never asserted here (benchmarks measure speed, tests do not); these prove that the
+bench still runs against the current server and produces well-formed rows, so a change to
+the server or the benches cannot silently break ``make bench``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bench import SMOKE, compare, file_windows
+from bench.__main__ import markdown_table, parse_args
+from bench.anchors import NaiveServer
+from bench.loadgen import LoadSpec, run_load, wrk_available
+from bench.memory_bench import peak_rss_mib
+from bench.multipart_bench import run as run_multipart
+from bench.server_bench import run as run_server
+from tests.serverproc import free_port
+
+pytestmark = pytest.mark.e2e
+
+ROW_KEYS = {
+    "measurement",
+    "value",
+    "unit",
+    "anchor",
+    "anchor_value",
+    "ratio",
+    "target",
+    "met",
+    "runs",
+    "notes",
+}
+
+
+def assert_measured(row: dict[str, object]) -> None:
+    assert set(row) == ROW_KEYS
+    assert isinstance(row["value"], float) and row["value"] > 0
+    assert isinstance(row["anchor_value"], float) and row["anchor_value"] > 0
+    assert row["ratio"] == pytest.approx(row["value"] / row["anchor_value"])
+    assert "ERRORS" not in str(row["notes"])
+
+
+def test_small_put_and_get_cases_report_each_figure_beside_its_anchor() -> None:
+    rows = run_server(SMOKE, cases=["small_put", "small_get"])
+
+    by_label = {(row["measurement"], row["anchor"]): row for row in rows}
+    connections = SMOKE.small_connections
+    put_strict = by_label[f"4 KiB PUT, strict, {connections} conns", "naive Tornado PUT, strict"]
+    put_balanced = by_label[
+        f"4 KiB PUT, balanced, {connections} conns", "naive Tornado PUT, balanced"
+    ]
+    get_naive = by_label[f"4 KiB GET, {connections} conns", "naive Tornado"]
+    for row in (put_strict, put_balanced, get_naive):
+        assert_measured(row)
+    assert put_strict["unit"] == "objects/s"
+    assert get_naive["target"] == ">= 1x"
+    assert get_naive["met"] in {"yes", "NO"}
+
+
+def test_multipart_section_times_the_upload_and_the_complete_step() -> None:
+    rows = run_multipart(SMOKE)
+
+    assert [row["unit"] for row in rows] == ["MiB/s", "s"]
+    for row in rows:
+        assert_measured(row)
+        assert row["met"] in {"yes", "NO"}
+    assert rows[1]["target"] == "<= 1.5x"
+
+
+@pytest.mark.parametrize("tool", ["python", "wrk"])
+def test_load_generator_sends_unique_puts_ranges_and_counts_errors(
+    tool: str, tmp_path: Path
+) -> None:
+    if tool == "wrk" and not wrk_available():
+        pytest.skip("wrk is not installed (make bench installs it)")
+    (tmp_path / "small.bin").write_bytes(b"x" * 4096)
+    with NaiveServer(str(tmp_path), free_port(), "balanced") as naive:
+        spec = LoadSpec(port=naive.port, path="/files/small.bin", connections=2, seconds=0.3)
+        puts = run_load(
+            replace(spec, path="/files/put", method="PUT", body_bytes=4096, unique_paths=True),
+            tool,
+        )
+        ranged = run_load(replace(spec, range_span=4096, range_length=1024), tool)
+        missing = run_load(replace(spec, path="/files/absent"), tool)
+
+    stored = [path for path in tmp_path.iterdir() if path.name.startswith("put-")]
+    assert puts.tool == tool
+    assert puts.requests > 0 and puts.errors == 0
+    assert len(stored) >= puts.requests
+    assert {path.stat().st_size for path in stored} == {4096}
+    assert ranged.requests > 0 and ranged.errors == 0
+    assert missing.requests > 0 and missing.errors == missing.requests
+
+
+def test_rows_render_as_one_markdown_table_with_target_columns() -> None:
+    rows = [
+        compare("1 GiB PUT", [90.0, 100.0, 110.0], "MiB/s", anchor="raw", anchor_values=[100.0]),
+        compare(
+            "complete",
+            [3.0],
+            "s",
+            anchor="copy",
+            anchor_values=[1.0],
+            target=1.5,
+            lower_is_better=True,
+        ),
+    ]
+
+    lines = markdown_table(rows).splitlines()
+
+    assert lines[0].startswith("| measurement | value | unit | anchor |")
+    assert "| target | met? |" in lines[0]
+    assert len(lines) == 4
+    assert "| 1.00x |" in lines[2] and "| 90.00, 100, 110 |" in lines[2]
+    assert "| <= 1.5x | NO |" in lines[3]
+
+
+def test_only_names_sections_and_rejects_unknown_ones() -> None:
+    assert parse_args(["--only", "server,memory", "--quick"]).sections == ["server", "memory"]
+    with pytest.raises(SystemExit):
+        parse_args(["--only", "nonsense"])
+
+
+def test_file_windows_repeat_the_data_file_and_peak_rss_is_read_from_proc() -> None:
+    assert file_windows(0, 20, 8) == [(0, 8), (0, 8), (0, 4)]
+    assert peak_rss_mib(os.getpid()) > 1

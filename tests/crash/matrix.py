@@ -1,0 +1,445 @@
+"""The crash matrix: every operation kind x every file operation index x every way to fail.
+
+A *kind* is a setup (run without faults) and one operation under test. A dry run counts the
+file operations the operation performs (``n``) and the crash points it passes. Then, for
+every ``k`` in ``0..n``, a fresh machine repeats setup and operation with a fault armed at
+the operation's ``k``-th file operation:
+
+- a crash (the power goes; the operation and everything after fails), recovered from each
+  image of the disk: all unsynced data lost, all kept, a seeded random subset kept, and each
+  file's last unsynced write torn; one image also suffers a second crash during recovery;
+- EIO and ENOSPC, once and persistently; then two probe operations, a power cut, and
+  recovery from the lost and the kept images.
+
+And once more with the power cut at each crash point the dry run passed (its Nth hit).
+
+Every recovery is one *crash state*: the journal must replay to a gap-free prefix holding
+everything durable, every key, bucket and upload must be in a state the ledger allows, every
+version and part must serve its exact bytes (or, balanced, an integrity error), and after the
+staging TTL and one GC pass the payload files must be exactly the referenced ones.
+
+Thread-safety: none; each scenario runs in its own event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from journal.simfs import CRASH_MODES, CrashMode, Fault, SimFileSystem, SimulatedCrash
+from service.config import Durability
+from tests.crash.enginekit import (
+    GC_GRACE,
+    CrashPoints,
+    Result,
+    SimMachine,
+    check_recovered,
+    check_state,
+    part_of,
+    seeded_names,
+)
+
+Step = Callable[[SimMachine, dict[str, Any]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One operation under test: its setup and the operation itself."""
+
+    name: str
+    setup: Step
+    operation: Step
+    boots: bool = False
+    """The operation is the machine's own start (recovery): it runs on a powered-off machine."""
+
+
+@dataclass
+class Tally:
+    """What a kind's matrix checked."""
+
+    crash_states: int = 0
+    scenarios: int = 0
+    operations: int = 0
+    hits: Counter[str] = field(default_factory=Counter)
+    """Crash points the operation under test passes (in its dry run)."""
+    problems: list[str] = field(default_factory=list)
+
+    def add(self, where: str, problems: list[str]) -> None:
+        self.crash_states += 1
+        self.problems += [f"{where}: {problem}" for problem in problems]
+
+
+# -- setups and operations ----------------------------------------------------------------
+
+BODY_A = b"a-one:" * 5
+PART_ONE = b"part-one:" * 4
+PART_TWO = b"part-two:" * 4
+
+
+async def must(result: Awaitable[Result]) -> Result:
+    outcome = await result
+    assert outcome.ok, outcome
+    return outcome
+
+
+async def base_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+    """Two buckets (one versioned), a few objects, an open upload with two parts."""
+    await machine.boot()
+    await must(machine.create_bucket("plain"))
+    await must(machine.create_bucket("vers", versioned=True))
+    await must(machine.put("plain", "a", BODY_A))
+    await must(machine.put("plain", "b", b"b-one"))
+    await must(machine.put("vers", "a", b"va-one"))
+    await must(machine.put("vers", "a", b"va-two"))
+    upload = await must(machine.start_upload("plain", "mp"))
+    upload_id = upload.value.upload_id
+    one = part_of(await must(machine.put_part(upload_id, 1, PART_ONE)))
+    two = part_of(await must(machine.put_part(upload_id, 2, PART_TWO)))
+    context["upload"] = upload_id
+    context["parts"] = [(1, one.sha256), (2, two.sha256)]
+    # Most data is covered by a snapshot, and a little is not.
+    await must(machine.snapshot())
+    await must(machine.put("plain", "late", b"after the snapshot"))
+
+
+async def doomed_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+    await base_setup(machine, context)
+    await must(machine.create_bucket("doomed"))
+    await must(machine.put("doomed", "x", b"doomed-x"))
+    await must(machine.put("doomed", "y", b"doomed-y"))
+    upload = await must(machine.start_upload("doomed", "z"))
+    await must(machine.put_part(upload.value.upload_id, 1, b"doomed-part"))
+
+
+async def orphan_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+    await base_setup(machine, context)
+    await machine.leave_orphans(3)
+    machine.clock.advance(3600)
+
+
+async def put_new(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.put("plain", "new", b"brand-new:" * 6)
+
+
+async def overwrite(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.put("plain", "a", b"a-two:" * 7)
+
+
+async def delete(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.delete("plain", "b")
+
+
+async def versioned_put(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.put("vers", "a", b"va-three")
+
+
+async def versioned_delete(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.delete("vers", "a")
+
+
+async def bucket_create(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.create_bucket("fresh")
+
+
+async def bucket_delete(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.delete_bucket("doomed")
+
+
+async def upload_start(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.start_upload("plain", "mp2")
+
+
+async def upload_part(machine: SimMachine, context: dict[str, Any]) -> None:
+    """Replace part 2: a new part payload in, the old one released."""
+    await machine.put_part(context["upload"], 2, b"part-two-again:" * 3)
+
+
+async def upload_complete(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.complete_upload(context["upload"], context["parts"])
+
+
+async def upload_abort(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.abort_upload(context["upload"])
+
+
+async def snapshot(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.snapshot()
+
+
+async def collect_garbage(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.collect_garbage()
+
+
+async def sweep_staging(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.sweep_staging()
+
+
+async def interrupted_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+    """A machine that lost power mid-PUT with orphans, stale staging and a torn log tail
+    behind it; the operation under test is the next boot."""
+    await orphan_setup(machine, context)
+    await machine.snapshot()
+    await must(machine.put("plain", "c", b"c-one"))
+    points: CrashPoints = context["points"]
+    points.arm("journal.append.mid_write", points.hits["journal.append.mid_write"] + 1, machine.fs)
+    await machine.put("plain", "d", b"d-one:" * 40)
+    points.disarm()
+    await machine.power_cut()
+    machine.fs = machine.fs.crash_image("torn_tail", seed=7)
+    machine.clock.advance(3600)
+
+
+async def recovery(machine: SimMachine, context: dict[str, Any]) -> None:
+    try:
+        await machine.boot()
+    except Exception:
+        pass  # the start failed: the process would exit, and the next start tries again
+
+
+KINDS: dict[str, Kind] = {
+    kind.name: kind
+    for kind in (
+        Kind("put", base_setup, put_new),
+        Kind("overwrite", base_setup, overwrite),
+        Kind("delete", base_setup, delete),
+        Kind("versioned_put", base_setup, versioned_put),
+        Kind("versioned_delete", base_setup, versioned_delete),
+        Kind("bucket_create", base_setup, bucket_create),
+        Kind("bucket_delete", doomed_setup, bucket_delete),
+        Kind("upload_start", base_setup, upload_start),
+        Kind("upload_part", base_setup, upload_part),
+        Kind("upload_complete", base_setup, upload_complete),
+        Kind("upload_abort", base_setup, upload_abort),
+        Kind("snapshot", base_setup, snapshot),
+        Kind("gc", orphan_setup, collect_garbage),
+        Kind("staging_sweep", orphan_setup, sweep_staging),
+        Kind("recovery", interrupted_setup, recovery, boots=True),
+    )
+}
+
+
+# -- running ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How thoroughly to test one kind."""
+
+    durability: Durability
+    crash_modes: tuple[CrashMode, ...] = CRASH_MODES
+    random_seeds: int = 1
+    """Random-subset images per crash (each with its own seed)."""
+    errno_modes: tuple[CrashMode, ...] = ("lose_unsynced", "keep_unsynced")
+    errno_faults: int = 4
+    """Of the four faults (EIO and ENOSPC, once and persistent), how many to inject at each
+    index; fewer than four rotate, so each fault still meets every ``4 / n``-th index."""
+    second_crash: bool = True
+    every_k: int = 1
+    """Test every k-th file operation index (1: all of them)."""
+
+
+FAULTS = ((errno.EIO, False), (errno.ENOSPC, True), (errno.EIO, True), (errno.ENOSPC, False))
+
+
+async def _prepare(
+    kind: Kind, plan: Plan, points: CrashPoints
+) -> tuple[SimMachine, dict[str, Any]]:
+    machine = SimMachine(plan.durability)
+    context: dict[str, Any] = {"points": points}
+    await kind.setup(machine, context)
+    return machine, context
+
+
+async def _operate(kind: Kind, machine: SimMachine, context: dict[str, Any]) -> None:
+    try:
+        await kind.operation(machine, context)
+    except SimulatedCrash:
+        pass  # the power went; what the disk kept is all that matters now
+
+
+async def _probe(machine: SimMachine) -> None:
+    """Two more mutations after a fault, to show that a failed journal stays failed, and a
+    GC pass past the grace period, which must not delete what a failed record may name."""
+    if machine.engine is not None:
+        await machine.put("plain", "probe", b"probe-body")
+        await machine.delete("plain", "a")
+        machine.clock.advance(GC_GRACE + 1)
+        await machine.collect_garbage()
+
+
+def _firm(plan: Plan, mode: CrashMode, faulted: bool) -> bool:
+    """Must acknowledged operations survive this image? Strict: always. Balanced: only if
+    the image kept every write and no failed fsync dropped unsynced pages meanwhile."""
+    return plan.durability == "strict" or (mode == "keep_unsynced" and not faulted)
+
+
+async def _recover_all(
+    machine: SimMachine,
+    plan: Plan,
+    tally: Tally,
+    where: str,
+    modes: tuple[CrashMode, ...],
+    rng: random.Random,
+    second_crash: bool,
+    faulted: bool = False,
+) -> None:
+    """Recover from each image of ``machine``'s powered-off disk and check each."""
+    images: list[tuple[CrashMode, int]] = []
+    for mode in modes:
+        seeds = plan.random_seeds if mode == "random_subset" else 1
+        images += [(mode, rng.randrange(1 << 30)) for _ in range(seeds)]
+    doubled = rng.randrange(len(images)) if second_crash else -1
+    for index, (mode, seed) in enumerate(images):
+        image = machine.image(mode, seed)
+        firm = _firm(plan, mode, faulted)
+        source = machine
+        label = f"{where} image={mode}/{seed}"
+        if index == doubled:
+            source, image = await _crash_during_recovery(machine, image, mode, rng)
+            label += " +crash during recovery"
+        try:
+            problems = await check_recovered(source, image, firm=firm)
+        except Exception as exc:  # a recovery that cannot start is a finding too
+            problems = [f"recovery raised {exc!r}"]
+        tally.add(label, problems)
+
+
+async def _crash_during_recovery(
+    machine: SimMachine, image: SimFileSystem, mode: CrashMode, rng: random.Random
+) -> tuple[SimMachine, SimFileSystem]:
+    first = machine.successor(image)
+    image.crash_at(image.operations + rng.randrange(60))
+    try:
+        await first.boot()
+    except SimulatedCrash:
+        pass
+    await first.power_cut()
+    return first, image.crash_image(mode, rng.randrange(1 << 30))
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What the operation under test does when nothing fails."""
+
+    operations: int
+    syncs: tuple[int, ...]
+    """Indices (from the operation's start) of its fsyncs and directory fsyncs."""
+    hits: Counter[str]
+
+
+async def dry_run(kind: Kind, plan: Plan) -> DryRun:
+    """Count the operation's file operations, find its syncs and the crash points it passes."""
+    points = CrashPoints()
+    with points.installed(), seeded_names(f"{kind.name}/{plan.durability}"):
+        machine, context = await _prepare(kind, plan, points)
+        before_hits = Counter(points.hits)
+        start = machine.fs.operations
+        machine.fs.trace = []
+        await _operate(kind, machine, context)
+        trace = machine.fs.trace
+        count = machine.fs.operations - start
+        hits = points.hits - before_hits
+        if machine.engine is not None:
+            await machine.power_cut()
+    syncs = tuple(index - start for index, name, _ in trace if name in SYNCS)
+    return DryRun(count, syncs, hits)
+
+
+SYNCS = frozenset({"fsync", "fsync_dir"})
+
+
+async def crash_scenario(
+    kind: Kind, plan: Plan, tally: Tally, *, k: int | None, point: tuple[str, int] | None
+) -> None:
+    points = CrashPoints()
+    rng = random.Random(f"{kind.name}/{plan.durability}/{k}/{point}")
+    with points.installed(), seeded_names(f"{kind.name}/{plan.durability}"):
+        machine, context = await _prepare(kind, plan, points)
+        if k is not None:
+            machine.fs.crash_at(machine.fs.operations + k)
+            where = f"{kind.name}/{plan.durability} crash at op {k}"
+        else:
+            assert point is not None
+            points.arm(point[0], points.hits[point[0]] + point[1], machine.fs)
+            where = f"{kind.name}/{plan.durability} crash at {point[0]}#{point[1]}"
+        await _operate(kind, machine, context)
+        await machine.power_cut()
+        points.disarm()
+        modes = plan.crash_modes if k is not None else ("lose_unsynced", "keep_unsynced")
+        await _recover_all(machine, plan, tally, where, modes, rng, plan.second_crash)
+    tally.scenarios += 1
+
+
+async def errno_scenario(
+    kind: Kind,
+    plan: Plan,
+    tally: Tally,
+    *,
+    k: int,
+    code: int,
+    persistent: bool = False,
+    performed: bool = False,
+) -> None:
+    """Fail the operation's k-th file operation with ``code`` (once, persistently, or, for
+    a sync, after it took effect), probe, check the live engine, then recover."""
+    points = CrashPoints()
+    rng = random.Random(f"{kind.name}/{plan.durability}/{k}/{code}/{persistent}/{performed}")
+    name = errno.errorcode[code] + ("*" if persistent else "") + ("+" if performed else "")
+    where = f"{kind.name}/{plan.durability} {name} at op {k}"
+    with points.installed(), seeded_names(f"{kind.name}/{plan.durability}"):
+        machine, context = await _prepare(kind, plan, points)
+        kind_of = "eio" if code == errno.EIO else "enospc"
+        machine.fs.inject(
+            Fault(
+                machine.fs.operations + k,
+                kind_of,
+                persistent=persistent,
+                operations=SYNCS if performed else None,
+                performed=performed,
+            )
+        )
+        first_answer = len(machine.answers)
+        await _operate(kind, machine, context)
+        await _probe(machine)
+        answers = [result for _, result in machine.answers[first_answer:]]
+        problems = []
+        if machine.engine is not None:
+            problems += check_state(machine, firm=True, settle=False).problems
+        problems += [f"success after a journal failure: {op}" for op in machine.success_after_failure]
+        for result in answers:
+            if result.status == 503 and "Retry-After" not in result.headers:
+                problems.append("a 503 without Retry-After")
+            if code == errno.ENOSPC and result.status >= 500:
+                if result.status not in (503, 507):
+                    problems.append(f"ENOSPC answered {result.status} {result.code}")
+        tally.add(f"{where} live", problems)
+        await machine.power_cut()
+        await _recover_all(machine, plan, tally, where, plan.errno_modes, rng, False, True)
+    tally.scenarios += 1
+
+
+async def run_kind(kind: Kind, plan: Plan) -> Tally:
+    tally = Tally()
+    dry = await dry_run(kind, plan)
+    tally.operations = dry.operations
+    for k in range(0, dry.operations + 1, plan.every_k):
+        await crash_scenario(kind, plan, tally, k=k, point=None)
+        for index in range(plan.errno_faults):
+            code, persistent = FAULTS[(k * plan.errno_faults + index) % len(FAULTS)]
+            await errno_scenario(kind, plan, tally, k=k, code=code, persistent=persistent)
+    for k in dry.syncs:
+        await errno_scenario(kind, plan, tally, k=k, code=errno.EIO, performed=True)
+    for name, times in sorted(dry.hits.items()):
+        for nth in sorted({1, times}):
+            await crash_scenario(kind, plan, tally, k=None, point=(name, nth))
+    tally.hits.update(dry.hits)
+    return tally
+
+
+def run_kind_sync(kind: Kind, plan: Plan) -> Tally:
+    return asyncio.run(run_kind(kind, plan))

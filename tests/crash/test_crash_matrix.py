@@ -1,0 +1,102 @@
+"""Power loss and I/O errors at every file operation of every kind of operation, in-process.
+
+See ``tests.crash.matrix`` for what one crash state is and what is checked after it. The
+fast part (``make test``) tests every operation index of every kind in strict durability and
+of the kinds whose safety in balanced durability rests on extra rules (releases, snapshots,
+verification); the slow part (``make test-slow``) does every kind in both modes with more
+random images per crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+
+from tests.crash.matrix import KINDS, Plan, dry_run, run_kind_sync
+from tests.crash.points import all_crash_points, http_only_crash_points
+
+BALANCED_FAST = ("put", "overwrite", "delete", "upload_complete", "snapshot", "gc", "recovery")
+FAST = [(name, "strict") for name in KINDS] + [(name, "balanced") for name in BALANCED_FAST]
+SLOW = [(name, mode) for mode in ("strict", "balanced") for name in KINDS]
+
+EXPECTED_POINTS: dict[str, frozenset[str]] = {
+    "put": frozenset(
+        {
+            "put.staging_created",
+            "put.chunk_written",
+            "put.body_complete",
+            "put.after_data_fsync",
+            "put.after_rename",
+            "put.after_dir_fsync",
+            "journal.append.mid_write",
+            "journal.append.after_write",
+            "engine.after_apply",
+        }
+    ),
+    "overwrite": frozenset({"engine.before_release"}),
+    "upload_part": frozenset({"multipart.part_promoted", "engine.before_release"}),
+    "upload_complete": frozenset(
+        {
+            "multipart.mid_join",
+            "multipart.joined_promoted",
+            "multipart.after_complete_record",
+            "multipart.before_parts_removed",
+        }
+    ),
+    "upload_abort": frozenset({"multipart.after_abort_record"}),
+    "snapshot": frozenset({"journal.snapshot.before_rename", "journal.snapshot.after_rename"}),
+    "gc": frozenset({"gc.batch"}),
+    "staging_sweep": frozenset({"staging.sweep"}),
+    "recovery": frozenset({"journal.replay.truncate", "engine.after_replay", "gc.batch"}),
+}
+"""Crash points each kind's operation must pass (a renamed point must not go untested)."""
+
+
+def _check(kind: str, durability: str, plan: Plan, record_property: Callable[..., None]) -> None:
+    tally = run_kind_sync(KINDS[kind], plan)
+    record_property("crash_states", tally.crash_states)
+    print(
+        f"{kind}/{durability}: {tally.operations} file operations, {tally.scenarios} "
+        f"scenarios, {tally.crash_states} crash states checked"
+    )
+    assert tally.problems == [], "\n".join(tally.problems[:30])
+    missing = EXPECTED_POINTS.get(kind, frozenset()) - set(tally.hits)
+    assert not missing, f"{kind} never passed {sorted(missing)}"
+
+
+@pytest.mark.parametrize(("kind", "durability"), FAST, ids=[f"{k}-{d}" for k, d in FAST])
+def test_no_crash_state_breaks_the_durability_claims(
+    kind: str, durability: str, record_property: Callable[..., None]
+) -> None:
+    plan = Plan(durability, errno_faults=2, errno_modes=("lose_unsynced",))  # type: ignore[arg-type]
+    _check(kind, durability, plan, record_property)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kind", "durability"), SLOW, ids=[f"{k}-{d}" for k, d in SLOW])
+def test_no_crash_state_breaks_the_durability_claims_exhaustively(
+    kind: str, durability: str, record_property: Callable[..., None]
+) -> None:
+    plan = Plan(durability, random_seeds=8)  # type: ignore[arg-type]
+    _check(kind, durability, plan, record_property)
+
+
+def test_every_named_crash_point_is_passed_in_process() -> None:
+    """Each point outside the HTTP layer is reached by some operation of the matrix (the
+    real-process suite covers the HTTP ones and kills the server at every point)."""
+    hits: Counter[str] = Counter()
+    for mode in ("strict", "balanced"):
+        for kind in KINDS.values():
+            hits.update(asyncio.run(dry_run(kind, Plan(mode))).hits)  # type: ignore[arg-type]
+    wanted = all_crash_points() - http_only_crash_points()
+    assert wanted - set(hits) == set()
+    assert len(wanted) >= 25
+
+
+def test_the_crash_point_scan_finds_the_points_of_every_layer() -> None:
+    names = all_crash_points()
+    assert {"journal.append.after_fsync", "put.after_rename", "put.before_response"} <= names
+    assert http_only_crash_points() == {"put.before_response"}

@@ -1,0 +1,190 @@
+"""Hostile and unlucky clients, restarts and cleanup: the server keeps nothing partial."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from tests.http.test_buckets import assert_error
+from tests.serverproc import ServerProcess
+
+ServerFactory = Callable[..., ServerProcess]
+
+
+def raw_put_headers(proc: ServerProcess, path: str, length: int) -> bytes:
+    import base64
+
+    token = base64.b64encode(f"{proc.access_key}:{proc.secret_key}".encode()).decode()
+    return (
+        f"PUT /api/v1{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {token}\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def staging_files(proc: ServerProcess) -> list[str]:
+    staging = proc.data_dir / "staging"
+    return sorted(os.listdir(staging)) if staging.exists() else []
+
+
+def payload_files(proc: ServerProcess) -> set[str]:
+    found = set()
+    for root, _, files in os.walk(proc.data_dir / "payloads"):
+        found.update(files)
+    return found
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def test_disconnect_mid_body_leaves_nothing(server_factory: ServerFactory) -> None:
+    proc = server_factory()
+    with proc.client() as api:
+        api.post("/buckets", json={"name": "cut"})
+    with socket.create_connection(("127.0.0.1", proc.port)) as sock:
+        sock.sendall(raw_put_headers(proc, "/buckets/cut/objects/partial", 10_000_000))
+        sock.sendall(b"x" * 1_000_000)
+        wait_until(lambda: len(staging_files(proc)) == 1)
+    wait_until(lambda: staging_files(proc) == [])
+    with proc.client() as api:
+        assert_error(api.get("/buckets/cut/objects/partial"), 404, "NoSuchKey")
+    assert payload_files(proc) == set()
+
+
+def test_stalled_upload_is_cut_off_and_cleaned(server_factory: ServerFactory) -> None:
+    proc = server_factory(SERVICE_IDLE_TIMEOUT="1")
+    with proc.client() as api:
+        api.post("/buckets", json={"name": "stall"})
+    with socket.create_connection(("127.0.0.1", proc.port)) as sock:
+        sock.sendall(raw_put_headers(proc, "/buckets/stall/objects/slow", 1000))
+        sock.sendall(b"0123456789")
+        sock.settimeout(10)
+        started = time.monotonic()
+        while sock.recv(65536):  # the server closes the connection
+            pass
+        assert time.monotonic() - started < 8
+    wait_until(lambda: staging_files(proc) == [])
+    with proc.client() as api:
+        assert_error(api.get("/buckets/stall/objects/slow"), 404, "NoSuchKey")
+
+
+def test_upload_cap_answers_503_with_retry_after(server_factory: ServerFactory) -> None:
+    proc = server_factory(SERVICE_MAX_CONCURRENT_UPLOADS="1")
+    with proc.client() as api:
+        api.post("/buckets", json={"name": "cap"})
+        with socket.create_connection(("127.0.0.1", proc.port)) as sock:
+            sock.sendall(raw_put_headers(proc, "/buckets/cap/objects/first", 1000))
+            sock.sendall(b"x" * 10)
+            wait_until(lambda: len(staging_files(proc)) == 1)
+            refused = api.put("/buckets/cap/objects/second", content=b"hello")
+            assert_error(refused, 503, "ServiceUnavailable")
+            assert refused.headers["Retry-After"]
+        wait_until(lambda: staging_files(proc) == [])
+        assert api.put("/buckets/cap/objects/second", content=b"hello").status_code == 200
+
+
+def test_oversized_headers_are_refused_without_harm(server_factory: ServerFactory) -> None:
+    proc = server_factory(SERVICE_MAX_HEADER_BYTES="8192")
+    with socket.create_connection(("127.0.0.1", proc.port)) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n")
+        sock.settimeout(10)
+        reply = b""
+        try:
+            while chunk := sock.recv(65536):
+                reply += chunk
+        except ConnectionResetError:
+            pass
+        assert not reply.startswith(b"HTTP/1.1 200")
+    assert httpx.get(proc.url + "/health").status_code == 200
+
+
+def test_startup_removes_stale_staging_and_orphans(server_factory: ServerFactory) -> None:
+    proc = server_factory(SERVICE_STAGING_TTL="60")
+    with proc.client() as api:
+        api.post("/buckets", json={"name": "gc-test"})
+        api.put("/buckets/gc-test/objects/kept", content=b"kept")
+    proc.stop()
+    kept = payload_files(proc)
+    assert len(kept) == 1
+    orphan_dir = proc.data_dir / "payloads" / "ab" / "cd"
+    orphan_dir.mkdir(parents=True, exist_ok=True)
+    orphan = orphan_dir / ("abcd" + "0" * 28)
+    orphan.write_bytes(b"orphan")
+    stale, fresh = proc.data_dir / "staging" / "stale.part", proc.data_dir / "staging" / "new.part"
+    stale.write_bytes(b"old")
+    fresh.write_bytes(b"new")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    proc.start()
+    assert not orphan.exists()
+    assert not stale.exists()
+    assert fresh.exists()  # younger than SERVICE_STAGING_TTL
+    assert payload_files(proc) == kept
+    with proc.client() as api:
+        assert api.get("/buckets/gc-test/objects/kept").content == b"kept"
+
+
+def test_graceful_shutdown_keeps_everything(server_factory: ServerFactory) -> None:
+    proc = server_factory()
+    with proc.client() as api:
+        api.post("/buckets", json={"name": "graceful"})
+        for index in range(20):
+            api.put(f"/buckets/graceful/objects/k{index}", content=f"v{index}".encode())
+    assert proc.stop() == 0
+    proc.start()
+    with proc.client() as api:
+        for index in range(20):
+            assert api.get(f"/buckets/graceful/objects/k{index}").content == f"v{index}".encode()
+
+
+def test_crash_keeps_acknowledged_writes(server_factory: ServerFactory) -> None:
+    proc = server_factory()
+    with proc.client() as api:
+        api.post("/buckets", json={"name": "crash"})
+        for index in range(20):
+            api.put(f"/buckets/crash/objects/k{index}", content=f"v{index}".encode())
+        api.delete("/buckets/crash/objects/k3")
+    proc.restart(crash=True)
+    with proc.client() as api:
+        for index in range(20):
+            got = api.get(f"/buckets/crash/objects/k{index}")
+            if index == 3:
+                assert got.status_code == 404
+            else:
+                assert got.content == f"v{index}".encode()
+
+
+def test_overwrite_during_read_still_streams_the_old_bytes(server_factory: ServerFactory) -> None:
+    proc = server_factory()
+    old = os.urandom(8 * 1024 * 1024)
+    with proc.client() as api:
+        api.post("/buckets", json={"name": "race"})
+        api.put("/buckets/race/objects/k", content=old)
+        with api.stream("GET", "/buckets/race/objects/k") as response:
+            chunks = response.iter_bytes(65536)
+            received = [next(chunks)]
+            assert api.put("/buckets/race/objects/k", content=b"new").status_code == 200
+            assert api.delete("/buckets/race/objects/k").status_code == 204
+            received.extend(chunks)
+        assert b"".join(received) == old
+
+
+def test_data_dir_layout_never_uses_keys(server_factory: ServerFactory) -> None:
+    proc = server_factory()
+    with proc.client() as api:
+        api.post("/buckets", json={"name": "names"})
+        api.put("/buckets/names/objects/..%2F..%2Fescape", content=b"x")
+        api.put("/buckets/names/objects/secret-name.txt", content=b"x")
+    names = [str(path) for path in Path(proc.data_dir).rglob("*")]
+    assert not any("escape" in name or "secret-name" in name for name in names)
+    assert not (proc.data_dir.parent / "escape").exists()

@@ -1,0 +1,149 @@
+"""Event builders with defaults for the metadata tests: a fresh id and a later time each call."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from service.meta import MetaState, Outcome, events
+from service.meta.events import Event
+
+
+class Factory:
+    """Builds events with unique payload ids / version tokens and an advancing clock."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000_000
+        self.serial = 0
+        self.payloads_created: list[str] = []
+
+    def at(self) -> int:
+        self.now += 1
+        return self.now
+
+    def fresh(self, kind: str) -> str:
+        self.serial += 1
+        return f"{kind}{self.serial:06d}"
+
+    def payload(self) -> str:
+        payload_id = self.fresh("p")
+        self.payloads_created.append(payload_id)
+        return payload_id
+
+    @staticmethod
+    def sha(data: str) -> str:
+        return hashlib.sha256(data.encode()).hexdigest()
+
+    def bucket(
+        self,
+        name: str = "b",
+        *,
+        versioning: bool = False,
+        quota: int | None = None,
+        owner: str = "u1",
+        tags: Mapping[str, str] | None = None,
+    ) -> Event:
+        return events.bucket_created(
+            name=name,
+            owner=owner,
+            quota_bytes=quota,
+            versioning_enabled=versioning,
+            tags=dict(tags or {}),
+            at=self.at(),
+        )
+
+    def update(self, name: str = "b", **changes: Any) -> Event:
+        return events.bucket_updated(name=name, changes=changes, at=self.at())
+
+    def drop_bucket(self, name: str = "b", *, force: bool = False) -> Event:
+        return events.bucket_deleted(name=name, force=force, at=self.at())
+
+    def put(
+        self,
+        key: str,
+        size: int = 1,
+        *,
+        bucket: str = "b",
+        if_none_match: bool = False,
+        if_match: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        content_type: str = "application/octet-stream",
+    ) -> Event:
+        payload_id = self.payload()
+        return events.object_stored(
+            bucket=bucket,
+            key=key,
+            payload_id=payload_id,
+            size=size,
+            content_type=content_type,
+            sha256=self.sha(payload_id),
+            custom_metadata=dict(metadata or {}),
+            version_token=self.fresh("v"),
+            if_none_match=if_none_match,
+            if_match=if_match,
+            at=self.at(),
+        )
+
+    def delete(self, key: str, version_id: str | None = None, *, bucket: str = "b") -> Event:
+        return events.object_deleted(
+            bucket=bucket,
+            key=key,
+            version_id=version_id,
+            version_token=self.fresh("v"),
+            at=self.at(),
+        )
+
+    def start(self, key: str = "big", *, bucket: str = "b", ttl_ms: int = 86_400_000) -> Event:
+        at = self.at()
+        return events.upload_started(
+            upload_id=self.fresh("up"),
+            bucket=bucket,
+            key=key,
+            owner="u1",
+            content_type="video/mp4",
+            custom_metadata={"origin": "camera"},
+            recommended_part_size=8 << 20,
+            at=at,
+            expires_at=at + ttl_ms,
+        )
+
+    def part(self, upload_id: str, number: int, size: int = 10, *, at: int | None = None) -> Event:
+        payload_id = self.payload()
+        return events.part_stored(
+            upload_id=upload_id,
+            part_number=number,
+            payload_id=payload_id,
+            size=size,
+            sha256=self.sha(payload_id),
+            at=self.at() if at is None else at,
+        )
+
+    def complete(
+        self, upload_id: str, numbers: Sequence[int], size: int = 20, *, at: int | None = None
+    ) -> Event:
+        payload_id = self.payload()
+        return events.upload_completed(
+            upload_id=upload_id,
+            part_numbers=list(numbers),
+            payload_id=payload_id,
+            size=size,
+            sha256=self.sha(payload_id),
+            version_token=self.fresh("v"),
+            at=self.at() if at is None else at,
+        )
+
+    def abort(self, upload_id: str, reason: str = "aborted") -> Event:
+        return events.upload_aborted(upload_id=upload_id, reason=reason, at=self.at())
+
+
+def applied(state: MetaState, event: Event) -> Outcome:
+    """Apply an event that must be accepted."""
+    outcome = state.apply(event)
+    assert outcome.ok, outcome
+    return outcome
+
+
+def keys_of(state: MetaState, bucket: str = "b") -> list[str]:
+    """Every listed key (no delimiter), in one page."""
+    return [v.key for v in state.list_objects(bucket, limit=10_000).objects]

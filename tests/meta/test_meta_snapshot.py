@@ -1,0 +1,119 @@
+"""Snapshots: exact round trips, canonical bytes, frozen images, and unreadable input."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+from service.meta import (
+    MetaState,
+    SnapshotFormatError,
+    decode_snapshot,
+    encode_snapshot,
+    events,
+    freeze,
+)
+from tests.meta.factory import Factory, applied
+
+
+def busy_state() -> tuple[Factory, MetaState]:
+    """A state with something of everything: versions, markers, uploads, users, counters."""
+    f, state = Factory(), MetaState()
+    applied(state, events.server_initialized(server_id="srv", at=f.at()))
+    applied(state, f.bucket("plain", quota=1000, tags={"env": "test"}))
+    applied(state, f.bucket("vers", versioning=True))
+    for key in ("z", "a/1", "a/2", "\u00e9t\u00e9"):
+        applied(state, f.put(key, 7, bucket="plain", metadata={"m": key}))
+        applied(state, f.put(key, 3, bucket="vers"))
+    applied(state, f.delete("z", bucket="vers"))
+    start = f.start(bucket="vers")
+    applied(state, start)
+    applied(state, f.part(start["upload_id"], 2))
+    applied(
+        state,
+        events.user_created(user_id="u1", username="ada", password_hash="h", role="admin", at=1),
+    )
+    applied(
+        state,
+        events.access_key_created(
+            access_key_id="bk_1", user_id="u1", name="n", secret_digest="d", at=2
+        ),
+    )
+    applied(state, events.access_keys_used(last_used={"bk_1": 42}, at=43))
+    state.apply({"type": "FromTheFuture"})
+    return f, state
+
+
+def test_round_trip_gives_an_equal_state_with_equal_indexes() -> None:
+    _, state = busy_state()
+    restored = decode_snapshot(encode_snapshot(freeze(state)))
+    assert restored == state
+    assert restored.server_id == "srv"
+    assert restored.referenced_payloads() == state.referenced_payloads()
+    assert restored.counts() == state.counts()
+    for bucket in ("plain", "vers"):
+        assert restored.bucket_usage(bucket) == state.bucket_usage(bucket)
+        assert restored.list_objects(bucket, delimiter="/") == state.list_objects(
+            bucket, delimiter="/"
+        )
+        assert restored.list_versions(bucket) == state.list_versions(bucket)
+    assert restored.uploads() == state.uploads()
+    assert restored.upload_parts(state.uploads()[0].upload_id) == state.upload_parts(
+        state.uploads()[0].upload_id
+    )
+    assert restored.key_last_used("bk_1") == 42
+    assert restored.anomalies() == {"unknown:FromTheFuture": 1}
+
+
+def test_equal_states_give_equal_bytes() -> None:
+    _, state = busy_state()
+    data = encode_snapshot(state)
+    assert encode_snapshot(decode_snapshot(data)) == data
+    assert encode_snapshot(busy_state()[1]) == data
+
+
+def test_a_frozen_image_does_not_move_with_the_live_state() -> None:
+    f, state = busy_state()
+    frozen = freeze(state)
+    expected = encode_snapshot(state)
+    applied(state, f.put("a/1", 9, bucket="plain"))
+    applied(state, f.part(state.uploads()[0].upload_id, 2))
+    applied(state, f.drop_bucket("vers", force=True))
+    assert encode_snapshot(frozen) == expected
+    assert encode_snapshot(state) != expected
+
+
+def test_the_restored_state_keeps_applying_events() -> None:
+    f, state = busy_state()
+    restored = decode_snapshot(encode_snapshot(state))
+    later = [f.put("a/3", 1, bucket="plain"), f.delete("a/1", bucket="plain")]
+    for event in later:
+        assert state.apply(event) == restored.apply(event)
+    assert restored == state
+
+
+def test_a_snapshot_of_another_format_is_refused() -> None:
+    _, state = busy_state()
+    doc = msgpack.unpackb(encode_snapshot(state), raw=False)
+    doc["format"] = 99
+    with pytest.raises(SnapshotFormatError, match="99"):
+        decode_snapshot(msgpack.packb(doc, use_bin_type=True))
+
+
+def test_damaged_snapshot_bytes_are_refused() -> None:
+    _, state = busy_state()
+    data = encode_snapshot(state)
+    with pytest.raises(SnapshotFormatError):
+        decode_snapshot(data[: len(data) // 2])
+    with pytest.raises(SnapshotFormatError):
+        decode_snapshot(msgpack.packb([1, 2, 3]))
+    doc = msgpack.unpackb(data, raw=False)
+    doc["buckets"][0] = doc["buckets"][0][:3]
+    with pytest.raises(SnapshotFormatError):
+        decode_snapshot(msgpack.packb(doc, use_bin_type=True))
+
+
+def test_an_empty_state_round_trips() -> None:
+    restored = decode_snapshot(encode_snapshot(MetaState()))
+    assert restored == MetaState()
+    assert restored.server_id is None and restored.counts() == (0, 0, 0)

@@ -1,0 +1,170 @@
+"""Every file operation of the server goes through journal/fs.py.
+
+The check walks the source of ``journal/`` and ``service/`` with ``ast`` and fails on: a
+call of the builtin ``open``; any use of ``os`` or ``os.path`` beyond an allow-list of calls
+that touch no file (path arithmetic, constants, the environment, the process: ``getpid``,
+``cpu_count``, ``kill``); importing a module whose job is file access (``shutil``,
+``pathlib``, ``tempfile``, ``io``, ``fcntl``, ``mmap``). Aliases (``import os as o``, ``from
+os import fsync``) are followed.
+
+Exempt, each for a reason:
+
+- ``journal/fs.py`` and ``journal/simfs.py``: the seam and its simulated twin;
+- ``service/http/sendfile.py``: ``os.sendfile``/``os.dup``/``os.close`` work on socket
+  descriptors and on a payload descriptor the seam already opened;
+- ``service/client/``: the Python client runs in the user's process, reads and writes the
+  user's own files (upload sources, download targets), and must not import the server's
+  journal.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+PROJECT = pathlib.Path(__file__).resolve().parent.parent
+CHECKED_TREES = ("journal", "service")
+EXEMPT = {"journal/fs.py", "journal/simfs.py", "service/http/sendfile.py"}
+EXEMPT_TREES = ("service/client/",)
+
+FORBIDDEN_MODULES = {"shutil", "pathlib", "tempfile", "io", "fcntl", "mmap", "glob"}
+ALLOWED_OS = {
+    "path", "fspath", "fsencode", "fsdecode", "sep", "altsep", "extsep", "pathsep", "linesep",
+    "curdir", "pardir", "name", "environ", "getenv", "getpid", "cpu_count", "urandom",
+    "strerror", "error", "kill",
+}  # fmt: skip
+ALLOWED_OS_PATH = {
+    "join", "dirname", "basename", "split", "splitext", "normpath", "isabs", "relpath",
+    "commonpath", "sep",
+}  # fmt: skip
+
+
+def violations(source: str, filename: str = "<source>") -> list[str]:
+    """Direct file-system uses in ``source``, as ``file:line: what`` strings."""
+    tree = ast.parse(source, filename)
+    os_names: set[str] = set()
+    os_path_names: set[str] = set()
+    found: list[str] = []
+
+    def report(node: ast.AST, what: str) -> None:
+        found.append(f"{filename}:{getattr(node, 'lineno', 0)}: {what}")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                if top in FORBIDDEN_MODULES:
+                    report(node, f"import {alias.name}")
+                elif alias.name == "os.path":
+                    if alias.asname:
+                        os_path_names.add(alias.asname)
+                    else:
+                        os_names.add("os")
+                elif alias.name == "os":
+                    os_names.add(alias.asname or "os")
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if module.split(".")[0] in FORBIDDEN_MODULES:
+                report(node, f"from {module} import ...")
+            elif module == "os":
+                for alias in node.names:
+                    if alias.name == "path":
+                        os_path_names.add(alias.asname or "path")
+                    elif alias.name not in ALLOWED_OS:
+                        report(node, f"from os import {alias.name}")
+            elif module == "os.path":
+                for alias in node.names:
+                    if alias.name not in ALLOWED_OS_PATH:
+                        report(node, f"from os.path import {alias.name}")
+            elif module == "builtins":
+                for alias in node.names:
+                    if alias.name == "open":
+                        report(node, "from builtins import open")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "open":
+                report(node, "open(...)")
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            base = node.value.id
+            os_call = base in os_names and node.attr not in ALLOWED_OS and not node.attr.isupper()
+            path_call = base in os_path_names and node.attr not in ALLOWED_OS_PATH
+            if os_call or path_call:
+                report(node, f"{base}.{node.attr}")
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Attribute)
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id in os_names
+            and node.value.attr == "path"
+            and node.attr not in ALLOWED_OS_PATH
+        ):
+            report(node, f"{node.value.value.id}.path.{node.attr}")
+    return found
+
+
+def checked_files() -> list[pathlib.Path]:
+    files = []
+    for tree in CHECKED_TREES:
+        for path in sorted((PROJECT / tree).rglob("*.py")):
+            relative = path.relative_to(PROJECT).as_posix()
+            if relative not in EXEMPT and not relative.startswith(EXEMPT_TREES):
+                files.append(path)
+    return files
+
+
+def test_the_checked_trees_hold_source_files() -> None:
+    relative = {path.relative_to(PROJECT).as_posix() for path in checked_files()}
+    assert {
+        "service/storage/payloads.py",
+        "service/engine.py",
+        "service/auth/private_file.py",
+        "service/http/objects.py",
+    } <= relative
+    assert "journal/fs.py" not in relative
+    assert "service/http/sendfile.py" not in relative
+    assert not any(path.startswith("service/client/") for path in relative)
+
+
+@pytest.mark.parametrize(
+    "path", checked_files(), ids=lambda path: path.relative_to(PROJECT).as_posix()
+)
+def test_module_does_its_file_operations_through_the_seam(path: pathlib.Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    assert violations(source, path.relative_to(PROJECT).as_posix()) == []
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "open('x', 'wb')",
+        "import os\nos.fsync(3)",
+        "import os\nos.replace('a', 'b')",
+        "import os as o\no.unlink('a')",
+        "import os\nos.path.exists('a')",
+        "import os.path\nos.path.getsize('a')",
+        "from os import path as p\np.isdir('a')",
+        "from os.path import getmtime",
+        "from os import rename",
+        "import shutil",
+        "from pathlib import Path",
+        "import tempfile",
+        "from builtins import open",
+        "import os\nos.fchmod(3, 0o600)",
+        "import os\nos.sendfile(1, 2, 0, 10)",
+    ],
+)
+def test_the_checker_catches_direct_file_operations(snippet: str) -> None:
+    assert violations(snippet) != []
+
+
+def test_the_checker_allows_path_arithmetic_and_constants() -> None:
+    source = (
+        "import os\n"
+        "x = os.path.join('a', os.path.basename('b/c'))\n"
+        "y = os.path.dirname(x), os.SEEK_SET, os.sep, os.getpid()\n"
+        "z = os.cpu_count(), os.environ.get('HOME'), os.kill(os.getpid(), 0)\n"
+    )
+    assert violations(source) == []
