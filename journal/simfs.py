@@ -12,7 +12,8 @@ number ``at`` (or the first later one of the named kinds) either crash, meaning 
 performed and it and every later operation raise ``SimulatedCrash``, or fail with ``OSError``
 EIO or ENOSPC, once or persistently. A failure is normally not performed; a ``performed``
 fsync failure takes effect and then reports the error (the data reached the disk, the
-caller hears EIO), so the caller cannot know what survived. After a crash (or at any moment, for a power cut "now"), ``crash_image(mode)``
+caller hears EIO), so the caller cannot know what survived. After a crash (or at any
+moment, for a power cut "now"), ``crash_image(mode)``
 returns a new file system holding what a disk would keep after losing power:
 
 ``"lose_unsynced"``
@@ -124,9 +125,7 @@ class Fault:
 
     def __post_init__(self) -> None:
         if self.performed and (
-            self.kind == "crash"
-            or self.operations is None
-            or not self.operations <= _PERFORMABLE
+            self.kind == "crash" or self.operations is None or not self.operations <= _PERFORMABLE
         ):
             raise ValueError("only fsync and fsync_dir failures can be performed")
 

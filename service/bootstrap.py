@@ -72,7 +72,13 @@ async def bootstrap_if_empty(engine: Engine, config: Config, out: TextIO = sys.s
             print(f"  secret key: {credentials.secret_key}", file=out)
         if credentials.password_generated:
             print(f"  admin password: {credentials.admin_password}", file=out)
-    secret = credentials.secret_key if credentials.key_generated else "$SERVICE_ROOT_SECRET_KEY"
+    # The secret is printed once only (above): the curl line either lets curl prompt for
+    # it or reads the operator's own variable, so it never lands in the log a second time.
+    user = credentials.access_key_id
+    if not credentials.key_generated:
+        user += ":$SERVICE_ROOT_SECRET_KEY"
     base = f"http://{config.host}:{config.port}"
-    print(f"Try: curl -u {credentials.access_key_id}:{secret} {base}/api/v1/buckets", file=out)
+    print(f"Try: curl -u {user} {base}/api/v1/buckets", file=out)
+    if credentials.key_generated:
+        print("  (curl asks for the secret key)", file=out)
     out.flush()

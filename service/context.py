@@ -9,7 +9,6 @@ Thread-safety: event-loop thread only.
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import time
 from collections.abc import Coroutine
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from service.auth import LoginThrottle
 from service.config import Config
 from service.engine import Engine
-from service.errors import ApiError
 from service.observability import Metrics, PerformanceRecorder, log_access
 
 if TYPE_CHECKING:
@@ -69,12 +67,6 @@ class AppContext:
             log.warning("request %s: upload stalled; closing the connection", handler.request_id)
             self.uploads_in_flight.pop(handler, None)
             handler.request.connection.close()  # type: ignore[union-attr]
-
-    def storage_error(self, exc: OSError) -> ApiError:
-        """The contract's answer to a failed payload write."""
-        if exc.errno == errno.ENOSPC:
-            return ApiError("InsufficientStorage", "the disk is full; nothing was stored")
-        return ApiError("InternalError", "writing the payload failed", log_detail=repr(exc))
 
     def observe_request(self, handler: ApiHandler) -> None:
         """Count and log one finished request."""

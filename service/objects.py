@@ -17,19 +17,21 @@ import contextlib
 import errno
 import secrets
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field, replace
 
 from service.buckets import outcome_error, require_bucket
 from service.engine import Engine
 from service.errors import ApiError
 from service.meta import ObjectVersion, events
 from service.names import key_problem
-from service.storage import PayloadStore, StagedPayload
+from service.storage import PayloadStore, StagedPayload, StagingUpload
 from service.timefmt import now_ms
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 MAX_METADATA_BYTES = 8 * 1024
+CHUNK_BYTES = 256 * 1024
+"""The object path's buffer size: server-made payloads are staged in chunks of this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +175,53 @@ async def store_object(
     if not outcome.ok or not isinstance(outcome.value, ObjectVersion):
         raise outcome_error(outcome)
     return outcome.value, timings
+
+
+async def store_server_made(engine: Engine, intent: PutIntent, data: bytes | str) -> ObjectVersion:
+    """Store bytes the server made (an image variant, a thumbnail, a playlist or a media
+    segment) as ``intent.key``, through the same staging, flush, promote and commit as a PUT.
+
+    ``data`` is the bytes themselves, or the path of a scratch file, which is read through
+    the file-system seam 256 KiB at a time so a large output never sits in memory. The
+    precheck (bucket, key, conditions, quota) runs first, with the size known up front.
+    """
+    size = (
+        len(data)
+        if isinstance(data, bytes)
+        else await engine.run_blocking(_file_size, engine, data)
+    )
+    precheck_put(engine, replace(intent, content_length=size))
+    upload = await StagingUpload.start(engine.store, engine.executor)
+    try:
+        async for chunk in _chunks(engine, data):
+            await upload.write(chunk)
+        staged = await upload.finish()
+    except OSError as exc:
+        await upload.abort()
+        raise storage_failure(exc) from None
+    except BaseException:
+        await upload.abort()
+        raise
+    version, _ = await store_object(engine, intent, staged)
+    return version
+
+
+def _file_size(engine: Engine, path: str) -> int:
+    return engine.fs.stat(path).size
+
+
+async def _chunks(engine: Engine, data: bytes | str) -> AsyncIterator[bytes]:
+    """``data`` (bytes, or a scratch file's path) in chunks of ``CHUNK_BYTES``."""
+    if isinstance(data, bytes):
+        for offset in range(0, len(data), CHUNK_BYTES):
+            yield data[offset : offset + CHUNK_BYTES]
+        return
+    source = await engine.run_blocking(engine.fs.open_read, data)
+    try:
+        while chunk := await engine.run_blocking(source.read, CHUNK_BYTES):
+            yield chunk
+    finally:
+        await engine.run_blocking(source.close)
 
 
 async def delete_object(engine: Engine, bucket: str, key: str, version_id: str | None) -> None:

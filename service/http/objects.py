@@ -18,8 +18,8 @@ from tornado.iostream import StreamClosedError
 
 from journal import crashpoints
 from service.auth import Action, Principal
-from service.http.authn import is_presigned, presigned_principal
 from service.errors import ApiError
+from service.http.authn import is_presigned, presigned_principal
 from service.http.conditions import (
     ByteWindow,
     RangeResult,
@@ -175,6 +175,7 @@ class ObjectHandler(StreamingBodyHandler):
 
     async def read_object(self, *, send_body: bool) -> None:
         started = time.perf_counter()
+        self.raise_deferred_failure()
         self.authorize(Action.OBJECT_READ, bucket=self.bucket_name)
         version = resolve_version(
             self.ctx.engine, self.bucket_name, self.key, self.version_id_argument()
@@ -259,6 +260,7 @@ class ObjectHandler(StreamingBodyHandler):
     # -- DELETE -----------------------------------------------------------------------
 
     async def delete(self, bucket: str, key: str) -> None:
+        self.raise_deferred_failure()
         self.authorize(Action.OBJECT_DELETE, bucket=self.bucket_name)
         await delete_object(self.ctx.engine, self.bucket_name, self.key, self.version_id_argument())
         self.set_status(204)

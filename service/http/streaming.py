@@ -16,9 +16,9 @@ import time
 import tornado.web
 
 from service.errors import ApiError
-from service.http.base import ApiHandler
+from service.http.base import BODYLESS_METHODS, ApiHandler
+from service.objects import storage_failure
 from service.storage import StagedPayload, StagingUpload
-
 
 DRAIN_LIMIT_BYTES = 1024 * 1024
 """A refused request body up to this size is read and dropped before the error is sent."""
@@ -56,6 +56,10 @@ class StreamingBodyHandler(ApiHandler):
 
     def can_drain_body(self) -> bool:
         headers = self.request.headers
+        if self.request.method in BODYLESS_METHODS:
+            # No body to wait for, but Tornado reads the (empty) body only after prepare:
+            # refusing now would close the connection. The verb raises the refusal instead.
+            return "Content-Length" not in headers and "Transfer-Encoding" not in headers
         if self.request.method not in ("PUT", "POST"):
             return False
         if headers.get("Expect", "").lower() == "100-continue":
@@ -79,7 +83,7 @@ class StreamingBodyHandler(ApiHandler):
             self.upload = await StagingUpload.start(engine.store, engine.executor)
         except OSError as exc:
             self.release_upload_slot()
-            raise self.ctx.storage_error(exc) from None
+            raise storage_failure(exc) from None
 
     async def data_received(self, chunk: bytes) -> None:
         upload = self.upload
@@ -97,12 +101,15 @@ class StreamingBodyHandler(ApiHandler):
         except ApiError as error:
             await self.fail_upload(error)
         except OSError as exc:
-            await self.fail_upload(self.ctx.storage_error(exc))
+            await self.fail_upload(storage_failure(exc))
 
     async def fail_upload(self, error: ApiError) -> None:
         """Stop an upload mid-body: discard the staging file and answer now."""
         self.failure = error
         await self.discard_upload()
+        # The rest of the body will not be read: say so, or a client that keeps the
+        # connection for its next request finds it reset.
+        error.headers.setdefault("Connection", "close")
         self.send_api_error(error)
 
     async def discard_upload(self) -> None:
@@ -129,7 +136,7 @@ class StreamingBodyHandler(ApiHandler):
             staged = await upload.finish()
         except OSError as exc:
             await self.discard_upload()
-            raise self.ctx.storage_error(exc) from None
+            raise storage_failure(exc) from None
         self.upload = None
         self.release_upload_slot()
         return staged, flush_started - self.body_started, time.perf_counter() - flush_started

@@ -19,7 +19,6 @@ thread-safe (points are hit on executor threads).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import errno
@@ -420,9 +419,7 @@ class SimMachine:
         await self.settle()
         return self._note(f"abort {upload_id}", result)
 
-    async def _with_session(
-        self, upload_id: str, call: Callable[[Any], Awaitable[Any]]
-    ) -> Result:
+    async def _with_session(self, upload_id: str, call: Callable[[Any], Awaitable[Any]]) -> Result:
         try:
             session = multipart.open_session(self.running, upload_id)
         except ApiError as error:
@@ -546,9 +543,7 @@ def check_state(machine: SimMachine, *, firm: bool, settle: bool = True) -> Verd
         if settle:
             upload.settle(observed_upload)
     stray = len(engine.state.uploads()) - known_open
-    verdict.check(
-        stray <= ledger.unknown_uploads, f"{stray} open uploads nobody started knowingly"
-    )
+    verdict.check(stray <= ledger.unknown_uploads, f"{stray} open uploads nobody started knowingly")
     return verdict
 
 

@@ -24,6 +24,7 @@ Thread-safety: none; each scenario runs in its own event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import random
 from collections import Counter
@@ -195,10 +196,9 @@ async def interrupted_setup(machine: SimMachine, context: dict[str, Any]) -> Non
 
 
 async def recovery(machine: SimMachine, context: dict[str, Any]) -> None:
-    try:
+    # A start that fails would exit the process; the next start tries again.
+    with contextlib.suppress(Exception):
         await machine.boot()
-    except Exception:
-        pass  # the start failed: the process would exit, and the next start tries again
 
 
 KINDS: dict[str, Kind] = {
@@ -256,10 +256,9 @@ async def _prepare(
 
 
 async def _operate(kind: Kind, machine: SimMachine, context: dict[str, Any]) -> None:
-    try:
+    # The power went; what the disk kept is all that matters now.
+    with contextlib.suppress(SimulatedCrash):
         await kind.operation(machine, context)
-    except SimulatedCrash:
-        pass  # the power went; what the disk kept is all that matters now
 
 
 async def _probe(machine: SimMachine) -> None:
@@ -314,10 +313,8 @@ async def _crash_during_recovery(
 ) -> tuple[SimMachine, SimFileSystem]:
     first = machine.successor(image)
     image.crash_at(image.operations + rng.randrange(60))
-    try:
+    with contextlib.suppress(SimulatedCrash):
         await first.boot()
-    except SimulatedCrash:
-        pass
     await first.power_cut()
     return first, image.crash_image(mode, rng.randrange(1 << 30))
 
@@ -410,13 +407,14 @@ async def errno_scenario(
         problems = []
         if machine.engine is not None:
             problems += check_state(machine, firm=True, settle=False).problems
-        problems += [f"success after a journal failure: {op}" for op in machine.success_after_failure]
+        problems += [
+            f"success after a journal failure: {op}" for op in machine.success_after_failure
+        ]
         for result in answers:
             if result.status == 503 and "Retry-After" not in result.headers:
                 problems.append("a 503 without Retry-After")
-            if code == errno.ENOSPC and result.status >= 500:
-                if result.status not in (503, 507):
-                    problems.append(f"ENOSPC answered {result.status} {result.code}")
+            if code == errno.ENOSPC and result.status >= 500 and result.status not in (503, 507):
+                problems.append(f"ENOSPC answered {result.status} {result.code}")
         tally.add(f"{where} live", problems)
         await machine.power_cut()
         await _recover_all(machine, plan, tally, where, plan.errno_modes, rng, False, True)

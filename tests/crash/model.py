@@ -167,9 +167,7 @@ class Ledger:
 
         self.uploads[upload_id].record(fate, effect)
 
-    def upload_completed(
-        self, upload_id: str, parts: Iterable[tuple[int, str]], fate: str
-    ) -> str:
+    def upload_completed(self, upload_id: str, parts: Iterable[tuple[int, str]], fate: str) -> str:
         """Record a complete naming ``parts`` (number, digest); return the joined digest."""
         chosen = list(parts)
         joined = b"".join(self.bodies[digest] for _, digest in chosen)

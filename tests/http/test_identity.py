@@ -217,11 +217,6 @@ def test_requests_without_credentials_get_401_with_a_challenge(
     assert_unauthorized(response)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="streaming handlers close the connection after refusing a body-less request in"
-    " prepare(); fix proposed in the issue 4 report (streaming.py/objects.py)",
-)
 @pytest.mark.parametrize("method", ["GET", "HEAD", "DELETE"])
 def test_a_refused_object_request_keeps_the_connection_usable(
     server: ServerProcess, method: str

@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 from urllib.parse import quote
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st

@@ -33,7 +33,7 @@ def staging_files(proc: ServerProcess) -> list[str]:
 
 def payload_files(proc: ServerProcess) -> set[str]:
     found = set()
-    for root, _, files in os.walk(proc.data_dir / "payloads"):
+    for _root, _, files in os.walk(proc.data_dir / "payloads"):
         found.update(files)
     return found
 

@@ -127,7 +127,13 @@ class MetaMachine(RuleBasedStateMachine):
             after = [*versions, new]
         else:
             after = [v for v in versions if v.version_id is not None] + [new]
-        freed = sum(v.size for v in versions if v.version_id is None and v.payload_id)
+        # Only an unversioned PUT replaces (and so frees) the null version; under
+        # versioning the null version is kept and still counts.
+        freed = (
+            0
+            if bucket.versioning
+            else sum(v.size for v in versions if v.version_id is None and v.payload_id)
+        )
         if bucket.quota is not None and bucket.used() - freed + new.size > bucket.quota:
             return "QuotaExceeded", None
         return None, after
