@@ -428,7 +428,9 @@ class SimMachine:
 
     async def snapshot(self) -> Result:
         engine = self.running
-        referenced = engine.state.referenced_payloads()
+        # A snapshot makes the payloads it covers durable, but cannot mend one a power cut
+        # already tore (quarantined at the last start): that one stays an integrity error.
+        referenced = engine.state.referenced_payloads() - engine.quarantined
         result = await answer(engine.snapshot())
         if result.ok and engine.journal is not None:
             floor = engine.journal.stats().last_snapshot_sequence
