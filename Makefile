@@ -37,8 +37,9 @@ fuzz: $(STAMP)
 	$(PY) -m pip install -q atheris
 	$(PY) fuzz/fuzz_journal_reader.py -max_total_time=$${FUZZ_SECONDS:-60}
 
+# -s: the soak prints its progress and "acknowledged operations checked: N, lost: M".
 soak: $(STAMP)
-	$(PY) -m pytest -m slow tests/crash -k soak
+	$(PY) -m pytest -m slow tests/crash -k soak -s
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache

@@ -26,6 +26,7 @@ from service.http.identity import (
     UserHandler,
     UsersHandler,
 )
+from service.http.images import ImageHandler, ImageOptimizeHandler
 from service.http.multipart import (
     MultipartCompleteHandler,
     MultipartInitHandler,
@@ -35,6 +36,14 @@ from service.http.multipart import (
 )
 from service.http.objects import ObjectHandler
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
+from service.http.videos import (
+    JobHandler,
+    JobsHandler,
+    PlayHandler,
+    ShareHandler,
+    SharesHandler,
+    ThumbnailHandler,
+)
 
 BUCKET = r"(?P<bucket>[^/]+)"
 KEY = r"(?P<key>.*)"
@@ -51,6 +60,8 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets/{BUCKET}/objects", ObjectListHandler),
         (rf"{API}/buckets/{BUCKET}/objects/{KEY}", ObjectHandler),
         (rf"{API}/buckets/{BUCKET}/versions", VersionListHandler),
+        (rf"{API}/buckets/{BUCKET}/images/{KEY}", ImageHandler),
+        (rf"{API}/images/optimize", ImageOptimizeHandler),
         (rf"{API}/auth/login", LoginHandler),
         (rf"{API}/users", UsersHandler),
         (rf"{API}/users/(?P<user_id>[^/]+)", UserHandler),
@@ -65,6 +76,12 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/multipart/{UPLOAD}", MultipartSessionHandler),
         (rf"{API}/multipart/{UPLOAD}/part", MultipartPartHandler),
         (rf"{API}/multipart/{UPLOAD}/complete", MultipartCompleteHandler),
+        (rf"{API}/videos/thumbnails", ThumbnailHandler),
+        (rf"{API}/videos/jobs", JobsHandler),
+        (rf"{API}/videos/jobs/(?P<job_id>[^/]+)", JobHandler),
+        (rf"{API}/videos/shares", SharesHandler),
+        (rf"{API}/videos/shares/(?P<share_id>[^/]+)", ShareHandler),
+        (rf"{API}/videos/play/(?P<token>[^/]+)/(?P<path>.*)", PlayHandler),
     ]
 
 

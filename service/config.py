@@ -59,6 +59,14 @@ class Config:
     """Seconds between snapshots when at least one record was appended."""
     journal_segment_bytes: int = 64 * MIB
     image_max_pixels: int = 50_000_000
+    """Largest image (width x height) decoded or produced; more is 413 EntityTooLarge."""
+    image_cache_bytes: int = 512 * MIB
+    """Bound on the image variant cache under ``<data_dir>/cache/images`` (LRU eviction)."""
+    small_object_cache_bytes: int = 32 * MIB
+    """Bound on the in-memory cache of small object bodies (<= 64 KiB each) served by GET;
+    0 disables it."""
+    max_concurrent_video_jobs: int = 1
+    """Video packaging jobs run at once (each is one worker process); the rest wait queued."""
     token_ttl: float = 12 * 3600.0
     """Lifetime in seconds of a bearer token from /auth/login."""
     root_access_key: str | None = None

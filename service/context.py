@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,9 @@ from typing import TYPE_CHECKING, Any
 from service.auth import LoginThrottle
 from service.config import Config
 from service.engine import Engine
+from service.media.image_variants import ImageVariants
+from service.media.video_runner import VideoJobRunner
+from service.media.video_thumbnail import ThumbnailMaker
 from service.observability import Metrics, PerformanceRecorder, log_access
 
 if TYPE_CHECKING:
@@ -48,6 +52,19 @@ class AppContext:
         self.uploads_in_flight: dict[ApiHandler, float] = {}
         """Handler -> monotonic time its body last delivered bytes (read by the watchdog)."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.images = ImageVariants(
+            engine, max_pixels=config.image_max_pixels, cache_bytes=config.image_cache_bytes
+        )
+        """Image variants and their cache (shared by the image handlers)."""
+        self.video_jobs = VideoJobRunner(
+            engine,
+            max_jobs=config.max_concurrent_video_jobs,
+            max_pixels=config.image_max_pixels,
+        )
+        """Runs video packaging jobs; started and stopped by ``service.server``."""
+        self.video_thumbnails = ThumbnailMaker(
+            engine, max_pixels=config.image_max_pixels, concurrency=os.cpu_count() or 1
+        )
 
     def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
         """Run ``coroutine`` in the background, keeping a reference until it ends."""

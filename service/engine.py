@@ -47,7 +47,7 @@ from journal.fs import FileSystem, RealFileSystem, make_dirs_durably
 from service.config import Config
 from service.errors import ApiError
 from service.meta import MetaState, Outcome, decode_snapshot, encode_snapshot, events, freeze
-from service.storage import PayloadIntegrity, PayloadStore
+from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 
 log = logging.getLogger("service.engine")
 
@@ -86,6 +86,8 @@ class Engine:
             clock=clock,
         )
         self.integrity = PayloadIntegrity(self.fs, self.store.layout)
+        self.payload_cache = PayloadCache(config.small_object_cache_bytes)
+        """Bodies of small payloads for GET (event-loop thread; see ``storage.cache``)."""
         self.quarantined: set[str] = set()
         """Payloads that failed verification after an unclean start: never served."""
         self.state = MetaState()
@@ -296,6 +298,7 @@ class Engine:
         ids = list(payload_ids)
         if not ids:
             return
+        self.payload_cache.discard(ids)
         crashpoints.hit("engine.before_release")
         loop = asyncio.get_running_loop()
         if self._strict:

@@ -1,8 +1,9 @@
 """Starting and stopping the server process.
 
-Startup: replay the journal (engine), bootstrap on a fresh data dir, listen. SIGTERM or
-SIGINT: stop accepting, let in-flight requests finish (bounded), write a final snapshot and
-close the journal.
+Startup: replay the journal (engine), bootstrap on a fresh data dir, start the video job
+runner (it reruns unfinished jobs), listen. SIGTERM or SIGINT: stop accepting, let in-flight
+requests finish (bounded), kill the video workers (their jobs rerun at the next start),
+write a final snapshot and close the journal.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from service.bootstrap import bootstrap_if_empty
 from service.config import Config
 from service.context import AppContext
 from service.engine import Engine, install_crash_hook
+from service.media.video_shares import reap_expired_shares
 from service.meta import events
 from service.multipart import reap_expired_uploads
 from service.observability import BucketUsage, Metrics, PerformanceRecorder, configure_logging
@@ -35,6 +37,7 @@ CHUNK_BYTES = 256 * 1024
 JSON_BODY_LIMIT = 1024 * 1024
 SHUTDOWN_GRACE_SECONDS = 30.0
 KEY_USAGE_FLUSH_SECONDS = 60.0
+SHARE_REAP_SECONDS = 600.0
 
 
 def observe_journal_batch(metrics: Metrics, records: int, seconds: float) -> None:
@@ -99,6 +102,8 @@ async def serve(config: Config) -> None:
             metrics, records, seconds
         )
     ctx = AppContext(config, engine, metrics, PerformanceRecorder(), server_secret)
+    await ctx.video_jobs.start()
+    engine.add_background_job(SHARE_REAP_SECONDS, lambda: reap_expired_shares(engine))
     server = make_http_server(make_app(ctx), config)
     server.listen(config.port, address=config.host)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
@@ -121,6 +126,7 @@ async def serve(config: Config) -> None:
         await asyncio.wait_for(server.close_all_connections(), SHUTDOWN_GRACE_SECONDS)
     except TimeoutError:
         log.warning("in-flight requests did not finish within %.0f s", SHUTDOWN_GRACE_SECONDS)
+    await ctx.video_jobs.stop()
     await engine.stop()
 
 

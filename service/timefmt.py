@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import datetime
 import email.utils
+import functools
 import time
+
+_last_second: tuple[int, str] = (-1, "")
+"""The most recent (epoch second, formatted prefix) of ``rfc3339_ms``: log lines and JSON
+bodies format the same second over and over. Swapped whole, so any thread may read it."""
 
 
 def now_ms() -> int:
@@ -18,9 +23,14 @@ def rfc3339_ms(epoch_ms: int) -> str:
     >>> rfc3339_ms(1_795_336_904_123)
     '2026-11-22T08:41:44.123Z'
     """
+    global _last_second
     seconds, millis = divmod(epoch_ms, 1000)
-    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{millis:03d}Z"
+    cached_second, prefix = _last_second
+    if cached_second != seconds:
+        moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+        prefix = moment.strftime("%Y-%m-%dT%H:%M:%S")
+        _last_second = (seconds, prefix)
+    return f"{prefix}.{millis:03d}Z"
 
 
 def rfc3339_seconds(epoch_seconds: float) -> str:
@@ -28,6 +38,7 @@ def rfc3339_seconds(epoch_seconds: float) -> str:
     return rfc3339_ms(int(epoch_seconds * 1000))
 
 
+@functools.lru_cache(maxsize=4096)
 def http_date(epoch_ms: int) -> str:
     """An IMF-fixdate for ``Last-Modified``.
 

@@ -38,7 +38,7 @@ from service.objects import (
     delete_object,
     precheck_put,
     quota_room,
-    read_window,
+    read_small_window,
     resolve_version,
     store_object,
 )
@@ -180,6 +180,13 @@ class ObjectHandler(StreamingBodyHandler):
         version = resolve_version(
             self.ctx.engine, self.bucket_name, self.key, self.version_id_argument()
         )
+        await self.serve_version(version, send_body=send_body, started=started)
+
+    async def serve_version(
+        self, version: ObjectVersion, *, send_body: bool, started: float
+    ) -> None:
+        """Answer a GET/HEAD of ``version``: headers, conditions, range, body. Shared with
+        video share playback (``service.http.videos``), which finds the version its own way."""
         modified = version.updated_at // 1000
         self.set_object_headers(version)
         headers = {name: value for name, value in self.request.headers.get_all()}
@@ -229,8 +236,8 @@ class ObjectHandler(StreamingBodyHandler):
         engine = self.ctx.engine
         assert version.payload_id is not None
         if window.length <= SMALL_BODY_BYTES:
-            data = await engine.run_blocking(
-                read_window, engine.store, version.payload_id, window.start, window.length
+            data = await read_small_window(
+                engine, version.payload_id, version.size, window.start, window.length
             )
             first_byte = time.perf_counter() - started
             self.finish(data)

@@ -6,7 +6,8 @@ No I/O here: no files, sockets or clocks (timestamps arrive inside events).
 - ``model``: the immutable records (Bucket, ObjectVersion, ...) and listing pages.
 - ``outcome``: ``Outcome``, what applying one event did (incl. payloads it released).
 - ``state``: ``MetaState`` and its ``apply(event)``, the one way the state changes, plus
-  read helpers; ``accounts`` holds its users-and-keys part, ``listing`` its paging.
+  read helpers; ``accounts`` holds its users-and-keys part, ``media`` its video jobs and
+  shares, ``listing`` its paging.
 - ``snapshot``: ``freeze`` / ``encode_snapshot`` / ``decode_snapshot``.
 
 Thread-safety: a ``MetaState`` is used on the event-loop thread only; records, outcomes and
@@ -27,6 +28,8 @@ from service.meta.model import (
     User,
     VersionEntry,
     VersionPage,
+    VideoJob,
+    VideoShare,
 )
 from service.meta.outcome import ERROR_CODES, Outcome
 from service.meta.snapshot import SnapshotFormatError, decode_snapshot, encode_snapshot, freeze
@@ -50,6 +53,8 @@ __all__ = [
     "User",
     "VersionEntry",
     "VersionPage",
+    "VideoJob",
+    "VideoShare",
     "decode_snapshot",
     "encode_snapshot",
     "events",

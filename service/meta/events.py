@@ -40,6 +40,11 @@ ACCESS_KEY_CREATED = "AccessKeyCreated"
 ACCESS_KEY_UPDATED = "AccessKeyUpdated"
 ACCESS_KEY_DELETED = "AccessKeyDeleted"
 ACCESS_KEYS_USED = "AccessKeysUsed"
+VIDEO_JOB_CREATED = "VideoJobCreated"
+VIDEO_JOB_UPDATED = "VideoJobUpdated"
+VIDEO_JOB_DELETED = "VideoJobDeleted"
+VIDEO_SHARE_CREATED = "VideoShareCreated"
+VIDEO_SHARE_REVOKED = "VideoShareRevoked"
 
 EVENT_TYPES = frozenset(
     {
@@ -60,12 +65,19 @@ EVENT_TYPES = frozenset(
         ACCESS_KEY_UPDATED,
         ACCESS_KEY_DELETED,
         ACCESS_KEYS_USED,
+        VIDEO_JOB_CREATED,
+        VIDEO_JOB_UPDATED,
+        VIDEO_JOB_DELETED,
+        VIDEO_SHARE_CREATED,
+        VIDEO_SHARE_REVOKED,
     }
 )
 
 BUCKET_CHANGE_FIELDS = frozenset({"quota_bytes", "versioning_enabled", "tags"})
 USER_CHANGE_FIELDS = frozenset({"password_hash", "status", "role"})
 ABORT_REASONS = frozenset({"aborted", "expired"})
+JOB_STATUSES = ("queued", "processing", "completed", "failed")
+SHARE_REVOKE_REASONS = frozenset({"revoked", "expired"})
 
 
 def _only(changes: Mapping[str, Any], allowed: frozenset[str]) -> dict[str, Any]:
@@ -292,3 +304,81 @@ def access_key_deleted(*, access_key_id: str, at: int) -> Event:
 def access_keys_used(*, last_used: Mapping[str, int], at: int) -> Event:
     """Last-use times (ms) of access keys, batched so requests need no journal write each."""
     return {"type": ACCESS_KEYS_USED, "last_used": dict(last_used), "at": at}
+
+
+def video_job_created(
+    *,
+    job_id: str,
+    bucket: str,
+    key: str,
+    created_by: str,
+    params: Mapping[str, Any],
+    output_prefix: str,
+    at: int,
+) -> Event:
+    """A packaging job of ``bucket``/``key`` was accepted (``queued``, progress 0).
+
+    ``params`` is the request in plain values (formats, renditions, segment settings).
+    """
+    return {
+        "type": VIDEO_JOB_CREATED,
+        "job_id": job_id,
+        "bucket": bucket,
+        "key": key,
+        "created_by": created_by,
+        "params": dict(params),
+        "output_prefix": output_prefix,
+        "at": at,
+    }
+
+
+def video_job_updated(
+    *,
+    job_id: str,
+    status: str,
+    progress: float,
+    outputs: Mapping[str, str],
+    error: str | None,
+    at: int,
+) -> Event:
+    """A job changed status (journaled at status changes only; finer progress stays in
+    memory). ``outputs`` maps ``hls``/``dash`` to their master keys once completed."""
+    if status not in JOB_STATUSES:
+        raise ValueError(f"unknown job status {status!r}")
+    if not 0.0 <= progress <= 1.0:
+        raise ValueError("progress must be from 0 to 1")
+    return {
+        "type": VIDEO_JOB_UPDATED,
+        "job_id": job_id,
+        "status": status,
+        "progress": float(progress),
+        "outputs": dict(outputs),
+        "error": error,
+        "at": at,
+    }
+
+
+def video_job_deleted(*, job_id: str, at: int) -> Event:
+    """A job was cancelled or deleted (its outputs were removed first); its shares go too."""
+    return {"type": VIDEO_JOB_DELETED, "job_id": job_id, "at": at}
+
+
+def video_share_created(
+    *, share_id: str, job_id: str, created_by: str, expires_at: int, at: int
+) -> Event:
+    """A playback share of a completed job's outputs, valid until ``expires_at`` (ms)."""
+    return {
+        "type": VIDEO_SHARE_CREATED,
+        "share_id": share_id,
+        "job_id": job_id,
+        "created_by": created_by,
+        "expires_at": expires_at,
+        "at": at,
+    }
+
+
+def video_share_revoked(*, share_id: str, reason: str, at: int) -> Event:
+    """A share ended: ``revoked`` by a client, or forgotten once ``expired``."""
+    if reason not in SHARE_REVOKE_REASONS:
+        raise ValueError(f"unknown share revoke reason {reason!r}")
+    return {"type": VIDEO_SHARE_REVOKED, "share_id": share_id, "reason": reason, "at": at}

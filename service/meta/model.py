@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 NULL_VERSION_ID = "null"
 """How clients name the null version (``version_id`` None) in a ``?version_id=``."""
@@ -131,6 +131,38 @@ class AccessKey:
     status: str
     created_at: int
     updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class VideoJob:
+    """A video packaging job (``service.meta.media``). ``params`` is the journaled form of
+    the request (``service.media.video_params.JobParams.to_document``); ``outputs`` maps
+    ``hls``/``dash`` to the key of the master playlist / manifest once completed."""
+
+    job_id: str
+    bucket: str
+    key: str
+    created_by: str
+    params: Mapping[str, Any]
+    output_prefix: str
+    status: str
+    progress: float
+    outputs: Mapping[str, str]
+    error: str | None
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class VideoShare:
+    """A playback share of a completed job's outputs, valid until ``expires_at`` (ms)."""
+
+    share_id: str
+    job_id: str
+    bucket: str
+    created_by: str
+    created_at: int
+    expires_at: int
 
 
 @dataclass(frozen=True, slots=True)

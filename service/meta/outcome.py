@@ -16,9 +16,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from service.meta.model import AccessKey, Bucket, ObjectVersion, PartInfo, UploadSession, User
+from service.meta.model import (
+    AccessKey,
+    Bucket,
+    ObjectVersion,
+    PartInfo,
+    UploadSession,
+    User,
+    VideoJob,
+    VideoShare,
+)
 
-Record = Bucket | ObjectVersion | UploadSession | PartInfo | User | AccessKey | None
+Record = (
+    Bucket
+    | ObjectVersion
+    | UploadSession
+    | PartInfo
+    | User
+    | AccessKey
+    | VideoJob
+    | VideoShare
+    | None
+)
 
 ERROR_CODES = frozenset(
     {
@@ -36,6 +55,8 @@ ERROR_CODES = frozenset(
         "UserAlreadyExists",
         "NoSuchUser",
         "NoSuchAccessKey",
+        "NoSuchJob",
+        "NoSuchShare",
         "InvalidState",
         "InternalError",
     }

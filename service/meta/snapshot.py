@@ -22,6 +22,12 @@ Format (a msgpack map; ``format`` says how to read the rest):
     access_keys  [[access_key_id, user_id, name, secret_digest, status, created_at, updated_at]]
     key_last_used {access_key_id: ms}
     anomalies    {name: count}
+    video_jobs   [[job_id, bucket, key, created_by, params, output_prefix, status, progress,
+                   outputs, error, created_at, updated_at]]
+    video_shares [[share_id, job_id, bucket, created_by, created_at, expires_at]]
+
+``video_jobs`` and ``video_shares`` came later within format 1: a snapshot without them
+(written before videos existed) reads as having none.
 
 Everything is written in a canonical order (buckets, keys, ids sorted), so equal states give
 equal bytes.
@@ -42,6 +48,8 @@ from service.meta.model import (
     PartInfo,
     UploadSession,
     User,
+    VideoJob,
+    VideoShare,
 )
 from service.meta.state import FrozenState, MetaState
 
@@ -106,6 +114,34 @@ def _upload_row(session: UploadSession, parts: dict[int, PartInfo]) -> list[Any]
     ]
 
 
+def _job_row(job: VideoJob) -> list[Any]:
+    return [
+        job.job_id,
+        job.bucket,
+        job.key,
+        job.created_by,
+        dict(job.params),
+        job.output_prefix,
+        job.status,
+        job.progress,
+        dict(job.outputs),
+        job.error,
+        job.created_at,
+        job.updated_at,
+    ]
+
+
+def _share_row(share: VideoShare) -> list[Any]:
+    return [
+        share.share_id,
+        share.job_id,
+        share.bucket,
+        share.created_by,
+        share.created_at,
+        share.expires_at,
+    ]
+
+
 def encode_snapshot(state: MetaState | FrozenState) -> bytes:
     """The snapshot bytes of a frozen image (or of a live state, frozen first).
 
@@ -114,7 +150,7 @@ def encode_snapshot(state: MetaState | FrozenState) -> bytes:
     """
     image = state.freeze() if isinstance(state, MetaState) else state
     packer = msgpack.Packer(autoreset=False, use_bin_type=True)
-    packer.pack_map_header(9)
+    packer.pack_map_header(11)
     packer.pack("format")
     packer.pack(FORMAT)
     packer.pack("server_id")
@@ -149,6 +185,10 @@ def encode_snapshot(state: MetaState | FrozenState) -> bytes:
     packer.pack(dict(sorted(image.key_last_used.items())))
     packer.pack("anomalies")
     packer.pack(dict(sorted(image.anomalies.items())))
+    packer.pack("video_jobs")
+    packer.pack([_job_row(job) for _, job in sorted(image.video_jobs.items())])
+    packer.pack("video_shares")
+    packer.pack([_share_row(share) for _, share in sorted(image.video_shares.items())])
     return packer.bytes()
 
 
@@ -191,4 +231,6 @@ def _image(doc: dict[str, Any]) -> FrozenState:
         access_keys={row[0]: AccessKey(*row) for row in doc["access_keys"]},
         key_last_used=dict(doc["key_last_used"]),
         anomalies=dict(doc["anomalies"]),
+        video_jobs={row[0]: VideoJob(*row) for row in doc.get("video_jobs", [])},
+        video_shares={row[0]: VideoShare(*row) for row in doc.get("video_shares", [])},
     )

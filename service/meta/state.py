@@ -40,6 +40,7 @@ from sortedcontainers import SortedDict, SortedList
 from service.meta import events, fields, listing
 from service.meta.accounts import Accounts
 from service.meta.fields import MalformedEventError
+from service.meta.media import Media
 from service.meta.model import (
     NULL_VERSION_ID,
     AccessKey,
@@ -52,6 +53,8 @@ from service.meta.model import (
     Usage,
     User,
     VersionPage,
+    VideoJob,
+    VideoShare,
 )
 from service.meta.outcome import Outcome, accepted, rejected
 
@@ -78,6 +81,8 @@ class FrozenState:
     access_keys: dict[str, AccessKey]
     key_last_used: dict[str, int]
     anomalies: dict[str, int]
+    video_jobs: dict[str, VideoJob]
+    video_shares: dict[str, VideoShare]
 
 
 def _delete_marker(bucket: str, key: str, version_id: str | None, at: int) -> ObjectVersion:
@@ -109,12 +114,13 @@ class MetaState:
         self._uploads_by_bucket: dict[str, dict[str, None]] = {}
         self._refs: dict[str, int] = {}
         self._accounts = Accounts()
+        self._media = Media(self._buckets.__contains__)
         self._anomalies: dict[str, int] = {}
         self._handlers: dict[str, Handler] = {
             events.SERVER_INITIALIZED: self._server_initialized,
             events.BUCKET_CREATED: self._bucket_created,
             events.BUCKET_UPDATED: self._bucket_updated,
-            events.BUCKET_DELETED: self._bucket_deleted,
+            events.BUCKET_DELETED: self._bucket_and_its_jobs_deleted,
             events.OBJECT_STORED: self._object_stored,
             events.OBJECT_DELETED: self._object_deleted,
             events.UPLOAD_STARTED: self._upload_started,
@@ -122,6 +128,7 @@ class MetaState:
             events.UPLOAD_COMPLETED: self._upload_completed,
             events.UPLOAD_ABORTED: self._upload_aborted,
             **self._accounts.handlers(),
+            **self._media.handlers(),
         }
 
     # -- images -------------------------------------------------------------------------
@@ -129,6 +136,7 @@ class MetaState:
     def freeze(self) -> FrozenState:
         """A point-in-time image, cheap enough for the event loop (no record is copied)."""
         users, keys, last_used = self._accounts.images()
+        jobs, shares = self._media.images()
         return FrozenState(
             server_id=self._server_id,
             buckets=dict(self._buckets),
@@ -142,6 +150,8 @@ class MetaState:
             access_keys=keys,
             key_last_used=last_used,
             anomalies=dict(self._anomalies),
+            video_jobs=jobs,
+            video_shares=shares,
         )
 
     @classmethod
@@ -151,6 +161,7 @@ class MetaState:
         state._server_id = image.server_id
         state._accounts.load(image.users, image.access_keys, image.key_last_used)
         state._anomalies = dict(image.anomalies)
+        state._media.load(image.video_jobs, image.video_shares)
         for name, bucket in image.buckets.items():
             state._add_bucket(bucket)
             _, versions_by_key = image.objects.get(name, ([], {}))
@@ -284,6 +295,13 @@ class MetaState:
         updated = replace(bucket, updated_at=at, **updates)
         self._buckets[name] = updated
         return accepted(updated)
+
+    def _bucket_and_its_jobs_deleted(self, event: Mapping[str, Any]) -> Outcome:
+        """A deleted bucket takes its video jobs and shares along (``service.meta.media``)."""
+        outcome = self._bucket_deleted(event)
+        if outcome.ok:
+            self._media.forget_bucket(fields.text(event, "name"))
+        return outcome
 
     def _bucket_deleted(self, event: Mapping[str, Any]) -> Outcome:
         """Delete a bucket; open uploads go with it (their parts released) even without force,
@@ -662,6 +680,13 @@ class MetaState:
     def expired_uploads(self, now_ms: int) -> list[UploadSession]:
         """Sessions past their ``expires_at``, for the task that journals their expiry."""
         return [s for s in self.uploads() if s.expires_at < now_ms]
+
+    # -- reads: video jobs and shares ----------------------------------------------------
+
+    @property
+    def media(self) -> Media:
+        """Video jobs and shares; read through it, never change it (only ``apply`` does)."""
+        return self._media
 
     # -- reads: users and access keys ----------------------------------------------------
 

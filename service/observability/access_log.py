@@ -38,6 +38,15 @@ _SECRET_PATTERN = re.compile(r"sk_[A-Za-z0-9_\-]+")
 _AUTHORIZATION_PATTERN = re.compile(r"\b(Bearer|Basic)\s+[^\s\"',;]+", re.IGNORECASE)
 _BARE_VALUE = re.compile(r"[^\s=\"\\]+")
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+_WHITESPACE = re.compile(r"\s")
+_SAFE_KEYS: dict[str, str] = {}
+"""Keys already made safe (the access line's are always the same few); bounded below."""
+_SAFE_KEYS_MAX = 1024
+_SAFE_VALUES: dict[str, str] = {}
+"""Short string values already redacted and quoted (level, logger, msg, method, route,
+credential, remote repeat on every line); emptied whenever it reaches its bound."""
+_SAFE_VALUES_MAX = 1024
+_SAFE_VALUE_MAX_CHARS = 128
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -47,8 +56,17 @@ def redact(text: str) -> str:
     >>> redact("curl -u bk_1:sk_AbC-9 -H 'Authorization: Bearer tok.en'")
     "curl -u bk_1:**** -H 'Authorization: Bearer ****'"
     """
-    text = _SECRET_PATTERN.sub(REDACTED, text)
-    return _AUTHORIZATION_PATTERN.sub(lambda match: f"{match.group(1)} {REDACTED}", text)
+    # Cheap exact pre-checks (the hot path is the access line, once per request): a secret
+    # match needs a literal ``sk_``, an authorization match needs whitespace after the word.
+    if "sk_" in text:
+        text = _SECRET_PATTERN.sub(REDACTED, text)
+    if _WHITESPACE.search(text) is None:
+        return text
+    return _AUTHORIZATION_PATTERN.sub(_redact_authorization, text)
+
+
+def _redact_authorization(match: re.Match[str]) -> str:
+    return f"{match.group(1)} {REDACTED}"
 
 
 def _quote(value: str) -> str:
@@ -82,9 +100,38 @@ def logfmt(pairs: Iterable[tuple[str, object]]) -> str:
     """
     parts = []
     for key, value in pairs:
-        safe_key = _KEY_UNSAFE.sub("_", redact(key)) or "_"
-        parts.append(f"{safe_key}={_quote(redact(_text(value)))}")
+        parts.append(f"{_safe_key(key)}={_value_text(value)}")
     return " ".join(parts)
+
+
+def _safe_key(key: str) -> str:
+    safe = _SAFE_KEYS.get(key)
+    if safe is None:
+        safe = _KEY_UNSAFE.sub("_", redact(key)) or "_"
+        if len(_SAFE_KEYS) < _SAFE_KEYS_MAX:
+            _SAFE_KEYS[key] = safe
+    return safe
+
+
+def _value_text(value: object) -> str:
+    """``_quote(redact(_text(value)))``, skipping what cannot change numbers and None."""
+    kind = type(value)
+    if kind is int:
+        return str(value)  # digits and a sign: bare, and nothing to redact
+    if kind is float:
+        return f"{value:.3f}"  # digits, sign, dot, or nan/inf: bare, nothing to redact
+    if value is None:
+        return "-"
+    if kind is not str or not isinstance(value, str):
+        return _quote(redact(_text(value)))
+    safe = _SAFE_VALUES.get(value)
+    if safe is None:
+        safe = _quote(redact(value))
+        if len(value) <= _SAFE_VALUE_MAX_CHARS:
+            if len(_SAFE_VALUES) >= _SAFE_VALUES_MAX:
+                _SAFE_VALUES.clear()
+            _SAFE_VALUES[value] = safe
+    return safe
 
 
 class LogfmtFormatter(logging.Formatter):

@@ -23,7 +23,7 @@ run on the thread that owns the state the provider reads (the event loop).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from prometheus_client import (
     CollectorRegistry,
@@ -62,6 +62,11 @@ _FSYNC_BUCKETS = (
 )  # fmt: skip
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096)
 _SNAPSHOT_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+
+
+_MAX_CACHED_CHILDREN = 4096
+"""Bound on remembered (route, method, status) label sets; past it, ``.labels()`` per call."""
+_RequestChildren = tuple[Any, Any, Any, Any]
 
 
 class BucketUsage(NamedTuple):
@@ -136,6 +141,7 @@ class Metrics:
         self._declared_routes = None if routes is None else frozenset(routes) | {OTHER_ROUTE}
         self._seen_routes: set[str] = set()
         self._max_routes = max_routes
+        self._request_children: dict[tuple[str, str, int], _RequestChildren] = {}
         registry = self.registry
 
         self._requests = Counter(
@@ -178,6 +184,9 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=registry,
         )
+        # Labelled children resolved at first use (a series appears once observed, as before).
+        self._put_stage_children: tuple[Any, ...] = ()
+        self._get_stage_children: tuple[Any, ...] = ()
         self._journal_appends = Counter(
             "service_journal_appends",
             "Journal records appended.",
@@ -257,12 +266,32 @@ class Metrics:
         bytes_out: int,
     ) -> None:
         """Count one answered request; ``route`` is its template name, never the raw path."""
+        children = self._request_children.get((route, method, status))
+        if children is None:
+            children = self._request_children_for(route, method, status)
+        requests, seconds, request_bytes, response_bytes = children
+        requests.inc()
+        seconds.observe(duration_s)
+        request_bytes.inc(bytes_in)
+        response_bytes.inc(bytes_out)
+
+    def _request_children_for(self, route: str, method: str, status: int) -> _RequestChildren:
+        """Resolve (and remember) the labelled children of one (route, method, status).
+
+        ``.labels()`` costs a lock and a dict lookup per metric; a request pays one dict
+        lookup instead. The cache is bounded: routes, methods and statuses are.
+        """
         route_label = self._route_label(route)
         method_label = method if method in METHODS else OTHER_METHOD
-        self._requests.labels(route=route_label, method=method_label, status=str(status)).inc()
-        self._request_seconds.labels(route=route_label, method=method_label).observe(duration_s)
-        self._request_bytes.labels(route=route_label, method=method_label).inc(bytes_in)
-        self._response_bytes.labels(route=route_label, method=method_label).inc(bytes_out)
+        children = (
+            self._requests.labels(route=route_label, method=method_label, status=str(status)),
+            self._request_seconds.labels(route=route_label, method=method_label),
+            self._request_bytes.labels(route=route_label, method=method_label),
+            self._response_bytes.labels(route=route_label, method=method_label),
+        )
+        if len(self._request_children) < _MAX_CACHED_CHILDREN:
+            self._request_children[(route, method, status)] = children
+        return children
 
     def observe_put_stages(
         self,
@@ -273,20 +302,27 @@ class Metrics:
         total_s: float,
     ) -> None:
         """Observe the stages of one successful PUT (same arguments as the recorder's)."""
-        stages = {
-            "stage_write": stage_write_s,
-            "flush": flush_s,
-            "promote": promote_s,
-            "journal_commit": journal_commit_s,
-            "total": total_s,
-        }
-        for stage, seconds in stages.items():
-            self._put_stage_seconds.labels(stage=stage).observe(seconds)
+        if not self._put_stage_children:
+            self._put_stage_children = tuple(
+                self._put_stage_seconds.labels(stage=stage)
+                for stage in ("stage_write", "flush", "promote", "journal_commit", "total")
+            )
+        stage_write, flush, promote, journal_commit, total = self._put_stage_children
+        stage_write.observe(stage_write_s)
+        flush.observe(flush_s)
+        promote.observe(promote_s)
+        journal_commit.observe(journal_commit_s)
+        total.observe(total_s)
 
     def observe_get_stages(self, first_byte_s: float, total_s: float) -> None:
         """Observe one GET that sent a body."""
-        self._get_stage_seconds.labels(stage="first_byte").observe(first_byte_s)
-        self._get_stage_seconds.labels(stage="total").observe(total_s)
+        if not self._get_stage_children:
+            self._get_stage_children = tuple(
+                self._get_stage_seconds.labels(stage=stage) for stage in ("first_byte", "total")
+            )
+        first_byte, total = self._get_stage_children
+        first_byte.observe(first_byte_s)
+        total.observe(total_s)
 
     def observe_journal_batch(self, records: int) -> None:
         """One group commit of ``records`` journal records."""

@@ -5,6 +5,7 @@
 service touches payload files.
 """
 
+from service.storage.cache import PayloadCache
 from service.storage.integrity import INTEGRITY_CRASH_POINTS, PayloadIntegrity
 from service.storage.layout import is_valid_payload_id
 from service.storage.payloads import STORAGE_CRASH_POINTS, GcResult, PayloadStore
@@ -15,6 +16,7 @@ __all__ = [
     "INTEGRITY_CRASH_POINTS",
     "STORAGE_CRASH_POINTS",
     "GcResult",
+    "PayloadCache",
     "PayloadIntegrity",
     "PayloadStore",
     "StagedPayload",

@@ -47,6 +47,9 @@ STORAGE_CRASH_POINTS = (
 
 JOIN_BUFFER_BYTES = 8 * 1024 * 1024
 """Window of a multipart join: big enough that syscalls are noise, small enough to ignore."""
+JOIN_WINDOWS = 2
+"""Windows a join circulates: one being hashed on a helper thread while the next is read
+and written (``StagingFile.append_pipelined``), so memory is two windows per join."""
 VERIFY_BUFFER_BYTES = 1024 * 1024
 GC_BATCH = 256
 """Files unlinked between two directory fsyncs (and two ``gc.batch`` crash points)."""
@@ -133,22 +136,28 @@ class PayloadStore:
     def join(self, payload_ids: Sequence[str]) -> StagedPayload:
         """Concatenate payloads, in order, into a new sealed staging file.
 
-        One pass computes the whole-object SHA-256; memory stays at one window. The parts
+        One pass computes the whole-object SHA-256 (on a helper thread, overlapped with the
+        copying); memory stays at ``JOIN_WINDOWS`` windows. The parts
         are left untouched: the engine removes them after the completion is committed.
         On any error the new staging file is discarded before the error propagates.
         """
         paths = [self._layout.payload_path(payload_id) for payload_id in payload_ids]
         staging = self._new_staging(crash_points=False)
-        buffer = memoryview(bytearray(JOIN_BUFFER_BYTES))
         try:
-            for index, path in enumerate(paths):
-                if index:
-                    crashpoints.hit("multipart.mid_join")
-                source = self._fs.open_read(path)
-                try:
-                    staging.append_from(source, buffer)
-                finally:
-                    source.close()
+            pipeline = staging.hash_pipeline(
+                [memoryview(bytearray(JOIN_BUFFER_BYTES)) for _ in range(JOIN_WINDOWS)]
+            )
+            try:
+                for index, path in enumerate(paths):
+                    if index:
+                        crashpoints.hit("multipart.mid_join")
+                    source = self._fs.open_read(path)
+                    try:
+                        staging.append_pipelined(source, pipeline)
+                    finally:
+                        source.close()
+            finally:
+                pipeline.close()
             return staging.finish()
         except Exception:
             staging.discard()

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import queue
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from journal import crashpoints
@@ -30,6 +33,64 @@ class StagedPayload:
     size: int
     sha256: str
     """Lowercase hex SHA-256 of the whole body."""
+
+
+class HashPipeline:
+    """Hashes filled windows on a helper thread while the caller reads and writes the next.
+
+    A multipart join is bound by SHA-256 (a few hundred MiB/s per core without SHA
+    extensions); reading and writing the next window meanwhile (both release the GIL, and so
+    does ``hashlib`` on large buffers) takes them off the critical path. The windows circulate:
+    the caller ``take``s a free one, fills and writes it, hands it to ``hash``; the helper
+    folds it into the digest in order and frees it. Memory stays at the windows given.
+    ``close`` waits until every handed window is hashed; call it before reading the digest.
+    """
+
+    def __init__(self, digest: hashlib._Hash, windows: Sequence[memoryview]) -> None:
+        if not windows:
+            raise ValueError("a hash pipeline needs at least one window")
+        self._digest = digest
+        self._free: queue.SimpleQueue[memoryview] = queue.SimpleQueue()
+        self._full: queue.SimpleQueue[tuple[memoryview, int] | None] = queue.SimpleQueue()
+        for window in windows:
+            self._free.put(window)
+        self._error: BaseException | None = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="join-hash", daemon=True)
+        self._thread.start()
+
+    def take(self) -> memoryview:
+        """A window free to be filled (waits while all are being hashed)."""
+        return self._free.get()
+
+    def give_back(self, window: memoryview) -> None:
+        """Return a window that was taken but not filled."""
+        self._free.put(window)
+
+    def hash(self, window: memoryview, count: int) -> None:
+        """Fold the first ``count`` bytes of ``window`` into the digest, after earlier ones."""
+        self._full.put((window, count))
+
+    def close(self) -> None:
+        """Wait until everything handed over is hashed; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._full.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        while (item := self._full.get()) is not None:
+            window, count = item
+            try:
+                if self._error is None:
+                    self._digest.update(window[:count])
+            except BaseException as exc:  # pragma: no cover - hashlib does not fail
+                self._error = exc
+            finally:
+                self._free.put(window)
 
 
 class StagingFile:
@@ -95,6 +156,31 @@ class StagingFile:
             self._append(buffer[:count])
             copied += count
 
+    def hash_pipeline(self, windows: Sequence[memoryview]) -> HashPipeline:
+        """A helper that hashes this file's windows for ``append_pipelined`` (see there)."""
+        return HashPipeline(self._hash, windows)
+
+    def append_pipelined(self, source: ReadableFile, pipeline: HashPipeline) -> int:
+        """``append_from``, with the hashing of each window overlapped with the reading and
+        writing of the next one on ``pipeline``'s thread. The file system sees the same
+        ``readinto`` and ``write`` calls; ``pipeline.close()`` must run before ``finish``.
+        """
+        copied = 0
+        while True:
+            window = pipeline.take()
+            try:
+                count = source.readinto(window)
+                if count:
+                    self._write_unhashed(window[:count])
+            except BaseException:
+                pipeline.give_back(window)
+                raise
+            if count == 0:
+                pipeline.give_back(window)
+                return copied
+            pipeline.hash(window, count)
+            copied += count
+
     def finish(self) -> StagedPayload:
         """Seal the file (fsync in strict mode) and describe it; no more writes after this."""
         file = self._open_file()
@@ -144,6 +230,15 @@ class StagingFile:
             self.discard()
             raise
         self._hash.update(data)
+        self._size += len(data)
+
+    def _write_unhashed(self, data: memoryview) -> None:
+        file = self._open_file()
+        try:
+            file.write(data)
+        except OSError:
+            self.discard()
+            raise
         self._size += len(data)
 
     def _open_file(self) -> WritableFile:

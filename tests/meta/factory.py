@@ -136,6 +136,59 @@ class Factory:
     def abort(self, upload_id: str, reason: str = "aborted") -> Event:
         return events.upload_aborted(upload_id=upload_id, reason=reason, at=self.at())
 
+    def job(self, key: str = "clip.mp4", *, bucket: str = "b", prefix: str | None = None) -> Event:
+        job_id = self.fresh("job")
+        return events.video_job_created(
+            job_id=job_id,
+            bucket=bucket,
+            key=key,
+            created_by="u1",
+            params={
+                "formats": ["hls", "dash"],
+                "renditions": [{"height": 360, "video_bitrate_kbps": 800}],
+                "segment_seconds": 4.0,
+                "hls_segment_type": "mpegts",
+            },
+            output_prefix=prefix or f"videos/{job_id}/",
+            at=self.at(),
+        )
+
+    def job_update(
+        self,
+        job_id: str,
+        status: str,
+        *,
+        progress: float = 0.0,
+        outputs: Mapping[str, str] | None = None,
+        error: str | None = None,
+    ) -> Event:
+        return events.video_job_updated(
+            job_id=job_id,
+            status=status,
+            progress=progress,
+            outputs=dict(outputs or {}),
+            error=error,
+            at=self.at(),
+        )
+
+    def job_done(self, job_id: str, prefix: str = "videos/") -> list[Event]:
+        """The two updates that take a queued job to completed."""
+        return [
+            self.job_update(job_id, "processing"),
+            self.job_update(
+                job_id,
+                "completed",
+                progress=1.0,
+                outputs={"hls": f"{prefix}hls/master.m3u8", "dash": f"{prefix}dash/manifest.mpd"},
+            ),
+        ]
+
+    def share(self, job_id: str, *, ttl_ms: int = 3_600_000) -> Event:
+        at = self.at()
+        return events.video_share_created(
+            share_id=self.fresh("sh"), job_id=job_id, created_by="u1", expires_at=at + ttl_ms, at=at
+        )
+
 
 def applied(state: MetaState, event: Event) -> Outcome:
     """Apply an event that must be accepted."""

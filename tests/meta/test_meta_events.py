@@ -18,6 +18,9 @@ def every_event(f: Factory) -> list[events.Event]:
     """One event of each type, in an order where each applies cleanly."""
     start = f.start()
     upload_id = start["upload_id"]
+    job = f.job()
+    job_id = job["job_id"]
+    share = f.share(job_id)
     return [
         events.server_initialized(server_id="srv-1", at=f.at()),
         events.user_created(user_id="u1", username="ada", password_hash="h", role="admin", at=1),
@@ -37,6 +40,11 @@ def every_event(f: Factory) -> list[events.Event]:
         f.complete(upload_id, [1]),
         f.start(),
         events.upload_aborted(upload_id=f"up{f.serial:06d}", reason="expired", at=f.at()),
+        job,
+        *f.job_done(job_id),
+        share,
+        events.video_share_revoked(share_id=share["share_id"], reason="revoked", at=f.at()),
+        events.video_job_deleted(job_id=job_id, at=f.at()),
         f.drop_bucket(force=True),
         events.user_deleted(user_id="u1", at=8),
     ]

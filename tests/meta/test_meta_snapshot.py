@@ -40,6 +40,13 @@ def busy_state() -> tuple[Factory, MetaState]:
         ),
     )
     applied(state, events.access_keys_used(last_used={"bk_1": 42}, at=43))
+    queued, done = f.job(bucket="plain"), f.job("b.mp4", bucket="vers", prefix="out/")
+    applied(state, queued)
+    applied(state, done)
+    for event in f.job_done(done["job_id"], "out/"):
+        applied(state, event)
+    applied(state, f.share(done["job_id"]))
+    applied(state, f.share(done["job_id"], ttl_ms=5))
     state.apply({"type": "FromTheFuture"})
     return f, state
 
@@ -63,6 +70,10 @@ def test_round_trip_gives_an_equal_state_with_equal_indexes() -> None:
     )
     assert restored.key_last_used("bk_1") == 42
     assert restored.anomalies() == {"unknown:FromTheFuture": 1}
+    assert restored.media.jobs() == state.media.jobs() and len(state.media.jobs()) == 2
+    for job in state.media.jobs():
+        assert restored.media.shares_of(job.job_id) == state.media.shares_of(job.job_id)
+    assert len(restored.media.shares_of(state.media.jobs()[1].job_id)) == 2
 
 
 def test_equal_states_give_equal_bytes() -> None:
@@ -86,7 +97,17 @@ def test_a_frozen_image_does_not_move_with_the_live_state() -> None:
 def test_the_restored_state_keeps_applying_events() -> None:
     f, state = busy_state()
     restored = decode_snapshot(encode_snapshot(state))
-    later = [f.put("a/3", 1, bucket="plain"), f.delete("a/1", bucket="plain")]
+    queued, done = state.media.jobs()
+    later = [
+        f.put("a/3", 1, bucket="plain"),
+        f.delete("a/1", bucket="plain"),
+        f.job_update(queued.job_id, "processing"),
+        f.share(done.job_id),
+        events.video_share_revoked(
+            share_id=state.media.shares_of(done.job_id)[0].share_id, reason="expired", at=f.at()
+        ),
+        f.drop_bucket("vers", force=True),
+    ]
     for event in later:
         assert state.apply(event) == restored.apply(event)
     assert restored == state
@@ -117,3 +138,31 @@ def test_an_empty_state_round_trips() -> None:
     restored = decode_snapshot(encode_snapshot(MetaState()))
     assert restored == MetaState()
     assert restored.server_id is None and restored.counts() == (0, 0, 0)
+
+
+def test_a_snapshot_from_before_videos_reads_as_having_no_jobs() -> None:
+    _, state = busy_state()
+    doc = msgpack.unpackb(encode_snapshot(state), raw=False)
+    del doc["video_jobs"], doc["video_shares"]
+    restored = decode_snapshot(msgpack.packb(doc, use_bin_type=True))
+    assert restored.media.jobs() == []
+    assert restored.list_buckets() == state.list_buckets()
+
+
+def test_a_snapshot_plus_replay_round_trips_jobs_and_shares() -> None:
+    f, state = busy_state()
+    snapshot = encode_snapshot(state)
+    queued = state.media.jobs()[0]
+    tail = [
+        f.job_update(queued.job_id, "processing"),
+        f.job_update(queued.job_id, "failed", progress=0.5, error="the source is broken"),
+        f.job(bucket="plain"),
+    ]
+    replayed = decode_snapshot(snapshot)
+    for event in tail:
+        applied(state, event)
+        applied(replayed, event)
+    assert replayed == state
+    assert decode_snapshot(encode_snapshot(replayed)) == state
+    failed = replayed.media.job(queued.job_id)
+    assert failed is not None and failed.status == "failed" and failed.progress == 0.5

@@ -1,0 +1,584 @@
+"""Image parameters and the transform: parse and validate, plan the geometry, decode, encode.
+
+Pure apart from Pillow: no HTTP, no engine, no files of its own. The source arrives as a
+random-access file the caller opened (a payload, through the file-system seam) or as bytes;
+the result is bytes in memory (``io.BytesIO``, the only reason this module imports ``io``).
+
+Order of work, so that hostile input costs little: the header is read first and a source
+over the pixel cap is refused before any pixel is decoded; the output geometry is planned
+from the header too and refused when it is over the same cap or over the output format's
+limits (a PNG whose eXIf chunk follows its pixels is planned again once decoded); only then
+are pixels decoded (a JPEG at a reduced DCT scale when the output is much smaller). The
+EXIF orientation is applied before anything else sees the pixels, and EXIF/XMP metadata is
+not copied to the output (it may hold a location); an RGB source's ICC profile is kept so
+colours stay right.
+
+Semantics (docs/media.md "Images" is the user-facing page):
+
+- One dimension given: the other follows the aspect ratio; ``fit`` does not matter.
+- Both given: ``inside`` fits within the box keeping the aspect ratio, no padding;
+  ``contain`` does the same and pads to exactly the box (transparent for PNG, WebP and
+  AVIF, white for JPEG); ``cover`` fills the box and crops the overflow, centred; ``fill``
+  stretches to the box.
+- Never upscaled unless ``enlarge``: ``inside``/``contain`` keep the source's size at most
+  (``contain`` still pads to the box); ``cover``/``fill`` shrink the box uniformly until it
+  is no larger than the source in either dimension, so the output keeps the box's shape.
+
+Thread-safety: functions are reentrant; ``render`` is meant for an executor thread (Pillow
+releases the GIL for most of its decode, resize and encode work).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, cast
+
+from PIL import ExifTags, Image, ImageOps, features
+
+ImageFormat = Literal["jpeg", "png", "webp", "avif"]
+Fit = Literal["cover", "contain", "fill", "inside"]
+
+FORMATS: tuple[ImageFormat, ...] = ("jpeg", "png", "webp", "avif")
+FITS: tuple[Fit, ...] = ("cover", "contain", "fill", "inside")
+FORMAT_ALIASES: Mapping[str, ImageFormat] = {"jpg": "jpeg"}
+CONTENT_TYPES: Mapping[ImageFormat, str] = {
+    "jpeg": "image/jpeg",
+    "png": "image/png",
+    "webp": "image/webp",
+    "avif": "image/avif",
+}
+EXTENSIONS: Mapping[ImageFormat, str] = {
+    "jpeg": "jpg",
+    "png": "png",
+    "webp": "webp",
+    "avif": "avif",
+}
+ALPHA_FORMATS = frozenset({"png", "webp", "avif"})
+"""Output formats with an alpha channel: ``contain`` pads them with transparency."""
+MAX_DIMENSION = 65536
+"""Largest width or height a request may name (beyond it: InvalidArgument)."""
+MAX_SIDE: Mapping[ImageFormat, int] = {
+    "jpeg": 65500,
+    "png": 2**31 - 1,
+    "webp": 16383,
+    "avif": 65536,
+}
+"""The encoders' own limits on one side of the output."""
+DEFAULT_QUALITY = 80
+"""Quality of JPEG, WebP and AVIF output when the request names none (PNG is lossless)."""
+QUALITY_RANGE = (1, 100)
+PNG_COMPRESS_LEVEL = 6
+DECODABLE = ("JPEG", "PNG", "WEBP", "AVIF", "GIF", "BMP", "TIFF")
+"""Pillow decoders a source may use (JPEG covers camera MPO files); never the exotic ones
+(EPS would run Ghostscript)."""
+_SOURCE_DEFAULT: Mapping[str, ImageFormat] = {
+    "JPEG": "jpeg",
+    "MPO": "jpeg",
+    "PNG": "png",
+    "WEBP": "webp",
+    "AVIF": "avif",
+}
+"""Output format when the request names none; any other source (GIF, BMP, TIFF) gives PNG."""
+_SWAPS_AXES = frozenset({5, 6, 7, 8})
+"""EXIF orientations that turn the image by 90 degrees."""
+_DRAFT_GAP = 2.0
+"""A JPEG is decoded at a reduced scale only down to twice the output size (quality)."""
+_DIGITS = re.compile(r"^[0-9]{1,9}$")
+_TRUE, _FALSE = frozenset({"true", "1"}), frozenset({"false", "0"})
+_WHITE = (255, 255, 255)
+_TRANSPARENT = (0, 0, 0, 0)
+
+
+class ImageError(Exception):
+    """Base of the image errors; the message is safe to show to the client."""
+
+
+class ImageParameterError(ImageError):
+    """A parameter is missing its proper shape or range (400 InvalidArgument)."""
+
+
+class UndecodableImageError(ImageError):
+    """The source is not an image this server decodes (415 UnsupportedMediaType)."""
+
+
+class ImageTooLargeError(ImageError):
+    """The source or the output is over the pixel cap, or the source file is too big to be a
+    picture of allowed dimensions (413 EntityTooLarge)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImageParams:
+    """A validated transform request. Build with ``parse_query`` or ``parse_json``."""
+
+    width: int | None = None
+    height: int | None = None
+    fit: Fit = "inside"
+    format: ImageFormat | None = None
+    """None: the source's format (PNG for sources other than JPEG, PNG, WebP, AVIF)."""
+    quality: int | None = None
+    """None: ``DEFAULT_QUALITY``. Ignored for PNG."""
+    enlarge: bool = False
+
+    def cache_token(self) -> str:
+        """These parameters in a canonical form: requests that give the same output from the
+        same source give the same token (``fit`` is dropped unless both dimensions are set,
+        ``quality`` for PNG, defaults are spelled out). Bump the ``v`` when the transform
+        changes its output."""
+        fit = self.fit if self.width is not None and self.height is not None else "inside"
+        quality: int | str = self.quality if self.quality is not None else "default"
+        if self.format == "png":
+            quality = "-"
+        return (
+            f"v1;w={self.width or '-'};h={self.height or '-'};fit={fit};"
+            f"fmt={self.format or 'source'};q={quality};enlarge={int(self.enlarge)}"
+        )
+
+
+def parse_query(arguments: Mapping[str, str]) -> ImageParams:
+    """Parameters from a query string (``width=320&fit=cover``); unknown names are ignored
+    (a cache-busting ``?v=3`` is common), a known name with a bad value is refused."""
+    return _validated(
+        width=_query_int(arguments, "width"),
+        height=_query_int(arguments, "height"),
+        fit=arguments.get("fit"),
+        format=arguments.get("format"),
+        quality=_query_int(arguments, "quality"),
+        enlarge=_query_bool(arguments, "enlarge"),
+    )
+
+
+def parse_json(body: Mapping[str, Any]) -> ImageParams:
+    """Parameters from a JSON body: integers are JSON integers, ``null`` means absent."""
+    enlarge = body.get("enlarge")
+    if enlarge is not None and not isinstance(enlarge, bool):
+        raise ImageParameterError("enlarge must be true or false")
+    return _validated(
+        width=_json_int(body, "width"),
+        height=_json_int(body, "height"),
+        fit=_json_str(body, "fit"),
+        format=_json_str(body, "format"),
+        quality=_json_int(body, "quality"),
+        enlarge=bool(enlarge),
+    )
+
+
+def _validated(
+    *,
+    width: int | None,
+    height: int | None,
+    fit: str | None,
+    format: str | None,
+    quality: int | None,
+    enlarge: bool,
+) -> ImageParams:
+    for name, value in (("width", width), ("height", height)):
+        if value is not None and not 1 <= value <= MAX_DIMENSION:
+            raise ImageParameterError(f"{name} must be an integer from 1 to {MAX_DIMENSION}")
+    low, high = QUALITY_RANGE
+    if quality is not None and not low <= quality <= high:
+        raise ImageParameterError(f"quality must be an integer from {low} to {high}")
+    fit_value = (fit or "inside").lower()
+    if fit_value not in FITS:
+        raise ImageParameterError(f"fit must be one of {', '.join(FITS)}")
+    format_value = None if format is None else FORMAT_ALIASES.get(format.lower(), format.lower())
+    if format_value is not None:
+        if format_value not in FORMATS:
+            raise ImageParameterError(f"format must be one of {', '.join(FORMATS)}")
+        if not can_encode(format_value):
+            raise ImageParameterError(
+                f"this server cannot encode {format_value} (its Pillow lacks the codec)"
+            )
+    return ImageParams(
+        width=width,
+        height=height,
+        fit=fit_value,
+        format=format_value,
+        quality=quality,
+        enlarge=enlarge,
+    )
+
+
+def _query_int(arguments: Mapping[str, str], name: str) -> int | None:
+    raw = arguments.get(name)
+    if raw is None:
+        return None
+    if not _DIGITS.match(raw):
+        raise ImageParameterError(f"{name} must be a positive integer, not {raw[:20]!r}")
+    return int(raw)
+
+
+def _query_bool(arguments: Mapping[str, str], name: str) -> bool:
+    raw = arguments.get(name)
+    if raw is None:
+        return False
+    lowered = raw.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ImageParameterError(f"{name} must be true or false, not {raw[:20]!r}")
+
+
+def _json_int(body: Mapping[str, Any], name: str) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ImageParameterError(f"{name} must be an integer")
+    return value
+
+
+def _json_str(body: Mapping[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ImageParameterError(f"{name} must be a string")
+    return value
+
+
+def default_target_key(source_key: str, image_format: ImageFormat) -> str:
+    """Where ``optimize`` stores its result when the request names no ``target_key``: next to
+    the source, its extension replaced by ``.optimized.<ext>``.
+
+    >>> default_target_key("photos/cat.jpg", "webp")
+    'photos/cat.optimized.webp'
+    >>> default_target_key("scan", "jpeg")
+    'scan.optimized.jpg'
+    """
+    folder, slash, name = source_key.rpartition("/")
+    stem, dot, _ = name.rpartition(".")
+    if not dot or not stem:
+        stem = name
+    return f"{folder}{slash}{stem}.optimized.{EXTENSIONS[image_format]}"
+
+
+def can_encode(image_format: ImageFormat) -> bool:
+    """Whether this Pillow build writes ``image_format`` (AVIF and WebP are optional)."""
+    if image_format in ("avif", "webp"):
+        return bool(features.check(image_format))
+    return True
+
+
+def source_bytes_limit(max_pixels: int) -> int:
+    """The largest source file worth opening: 8 bytes a pixel (16-bit RGBA, uncompressed)
+    plus 1 MiB of metadata. Anything bigger cannot be a picture within the pixel cap, and
+    some decoders (WebP, AVIF) read the whole file into memory before the header check."""
+    return max_pixels * 8 + 1024 * 1024
+
+
+def configure_pillow(max_pixels: int) -> None:
+    """Make Pillow's own bomb check agree with ours (it raises at twice this, warns above it;
+    ``render`` refuses above it before decoding either way). Process-wide: call once."""
+    Image.MAX_IMAGE_PIXELS = max_pixels
+
+
+# -- geometry -----------------------------------------------------------------------------
+
+
+Box = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Geometry:
+    """Where the pixels go: the source ``region`` (oriented source pixels, left, top, right,
+    bottom) is resized to ``scaled`` and placed at ``offset`` on a ``width`` x ``height``
+    canvas (bigger than ``scaled`` only for ``contain``)."""
+
+    width: int
+    height: int
+    region: Box
+    scaled: tuple[int, int]
+    offset: tuple[int, int] = (0, 0)
+
+    @property
+    def padded(self) -> bool:
+        return self.scaled != (self.width, self.height)
+
+
+def plan_geometry(source_width: int, source_height: int, params: ImageParams) -> Geometry:
+    """The output geometry for a source of the given (oriented) size.
+
+    >>> plan_geometry(40, 20, ImageParams(width=10))
+    Geometry(width=10, height=5, region=(0.0, 0.0, 40.0, 20.0), scaled=(10, 5), offset=(0, 0))
+    >>> plan_geometry(40, 20, ImageParams(width=10, height=10, fit="cover")).region
+    (10.0, 0.0, 30.0, 20.0)
+    >>> plan_geometry(40, 20, ImageParams(width=10, height=10, fit="contain")).offset
+    (0, 2)
+    >>> plan_geometry(40, 20, ImageParams(width=80, height=80, fit="fill")).scaled
+    (20, 20)
+    """
+    w, h = source_width, source_height
+    whole: Box = (0.0, 0.0, float(w), float(h))
+    want_w, want_h = params.width, params.height
+    if want_w is None and want_h is None:
+        return Geometry(w, h, whole, (w, h))
+    if want_w is None or want_h is None:
+        scale = want_w / w if want_w is not None else cast(int, want_h) / h
+        scale = scale if params.enlarge else min(scale, 1.0)
+        size = (_px(w * scale), _px(h * scale))
+        return Geometry(*size, whole, size)
+    if params.fit in ("inside", "contain"):
+        scale = min(want_w / w, want_h / h)
+        scale = scale if params.enlarge else min(scale, 1.0)
+        size = (min(want_w, _px(w * scale)), min(want_h, _px(h * scale)))
+        if params.fit == "inside":
+            return Geometry(*size, whole, size)
+        offset = ((want_w - size[0]) // 2, (want_h - size[1]) // 2)
+        return Geometry(want_w, want_h, whole, size, offset)
+    # cover and fill: without enlarge, shrink the box uniformly to fit within the source.
+    shrink = 1.0 if params.enlarge else min(1.0, w / want_w, h / want_h)
+    box_w, box_h = _px(want_w * shrink), _px(want_h * shrink)
+    if params.fit == "fill":
+        return Geometry(box_w, box_h, whole, (box_w, box_h))
+    scale = max(box_w / w, box_h / h)
+    region_w, region_h = min(w, box_w / scale), min(h, box_h / scale)
+    left, top = (w - region_w) / 2, (h - region_h) / 2
+    return Geometry(box_w, box_h, (left, top, left + region_w, top + region_h), (box_w, box_h))
+
+
+def _px(value: float) -> int:
+    """A pixel count: rounded half up, at least 1."""
+    return max(1, math.floor(value + 0.5))
+
+
+def check_output(geometry: Geometry, image_format: ImageFormat, max_pixels: int) -> None:
+    """Refuse an output over the pixel cap (it would be allocated whole) or the encoder's
+    limits, before anything is decoded."""
+    if geometry.width * geometry.height > max_pixels:
+        raise ImageTooLargeError(
+            f"the output would be {geometry.width}x{geometry.height} pixels, over the limit "
+            f"of {max_pixels}"
+        )
+    side = MAX_SIDE[image_format]
+    if max(geometry.width, geometry.height) > side:
+        raise ImageParameterError(
+            f"{image_format} output is limited to {side} pixels a side; "
+            f"{geometry.width}x{geometry.height} was asked for"
+        )
+
+
+# -- the transform ------------------------------------------------------------------------
+
+
+class RandomAccessFile(Protocol):
+    """What ``render`` needs of a source file (``journal.fs.ReadableFile`` has it)."""
+
+    def read(self, size: int = -1) -> bytes: ...
+
+    def seek(self, offset: int) -> None: ...
+
+    def size(self) -> int: ...
+
+
+class PillowReader:
+    """A ``RandomAccessFile`` as the binary file object Pillow expects (``seek`` with
+    ``whence``, ``tell``). Remembers a failure of the underlying file, so a disk error is
+    not mistaken for an undecodable image."""
+
+    def __init__(self, source: RandomAccessFile) -> None:
+        self._source = source
+        self._position = 0
+        self.failure: OSError | None = None
+
+    def read(self, size: int | None = -1) -> bytes:
+        try:
+            data = self._source.read(-1 if size is None else size)
+        except OSError as exc:
+            self.failure = exc
+            raise
+        self._position += len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if whence == 1:
+            offset += self._position
+        elif whence == 2:
+            offset += self._source.size()
+        if offset < 0:
+            raise ValueError("negative seek position")
+        try:
+            self._source.seek(offset)
+        except OSError as exc:
+            self.failure = exc
+            raise
+        self._position = offset
+        return offset
+
+    def tell(self) -> int:
+        return self._position
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedImage:
+    """A transform's output."""
+
+    data: bytes
+    format: ImageFormat
+    width: int
+    height: int
+
+    @property
+    def content_type(self) -> str:
+        return CONTENT_TYPES[self.format]
+
+
+def render(
+    source: RandomAccessFile | bytes, params: ImageParams, *, max_pixels: int
+) -> RenderedImage:
+    """Transform ``source`` as ``params`` ask (blocking, CPU-bound: run on an executor).
+
+    Raises ``ImageTooLargeError`` (source or output over ``max_pixels``, checked from the
+    header before decoding), ``UndecodableImageError``, ``ImageParameterError`` (the output
+    is over the format's limits), and ``OSError`` when the source file itself fails.
+    """
+    reader = None if isinstance(source, bytes) else PillowReader(source)
+    fp: Any = io.BytesIO(source) if isinstance(source, bytes) else reader
+    with _decoding(reader):
+        image = Image.open(fp, formats=DECODABLE)
+    with image:
+        width, height = image.size
+        if width * height > max_pixels:
+            raise ImageTooLargeError(
+                f"the image is {width}x{height} pixels, over the limit of {max_pixels}"
+            )
+        return _transform(image, reader, params, max_pixels)
+
+
+def _transform(
+    image: Image.Image, reader: PillowReader | None, params: ImageParams, max_pixels: int
+) -> RenderedImage:
+    output_format = params.format or _SOURCE_DEFAULT.get(image.format or "", "png")
+    with _decoding(reader):
+        orientation = _orientation(image)
+    swapped = orientation in _SWAPS_AXES
+    raw_width, raw_height = image.size
+    width, height = (raw_height, raw_width) if swapped else (raw_width, raw_height)
+    geometry = plan_geometry(width, height, params)
+    check_output(geometry, output_format, max_pixels)
+    icc_profile = image.info.get("icc_profile") if image.mode in ("RGB", "RGBA") else None
+    with _decoding(reader):
+        factor = _draft(image, geometry)
+        image.load()
+        oriented = ImageOps.exif_transpose(image)
+    if oriented.size != (width, height) and factor == 1.0:
+        # The orientation showed up only while decoding (a PNG's eXIf chunk after its pixels).
+        geometry = plan_geometry(oriented.width, oriented.height, params)
+        check_output(geometry, output_format, max_pixels)
+    picture = _place(oriented, geometry, factor, output_format)
+    data = _encode(picture, output_format, params.quality, icc_profile)
+    return RenderedImage(data, output_format, picture.width, picture.height)
+
+
+@contextlib.contextmanager
+def _decoding(reader: PillowReader | None) -> Iterator[None]:
+    """Turn whatever a decoder raises into ``UndecodableImageError``, except a failure of the
+    source file itself, memory exhaustion, and Pillow's own pixel-bomb check."""
+    try:
+        yield
+    except (ImageError, MemoryError):
+        raise
+    except Image.DecompressionBombError:
+        raise ImageTooLargeError("the image is over the pixel limit") from None
+    except Exception:
+        if reader is not None and reader.failure is not None:
+            raise reader.failure from None
+        raise UndecodableImageError(
+            "the object is not an image this server can decode "
+            "(JPEG, PNG, WebP, AVIF, GIF, BMP or TIFF)"
+        ) from None
+
+
+def _orientation(image: Image.Image) -> int:
+    """The EXIF orientation as the header states it (1 when absent or odd).
+
+    A PNG's eXIf chunk may follow the pixels; Pillow would decode the whole image to look for
+    it, so a PNG without one in its header counts as upright until it is decoded."""
+    if image.format == "PNG" and "exif" not in image.info:
+        return 1
+    value = image.getexif().get(ExifTags.Base.Orientation, 1)
+    return value if isinstance(value, int) and 1 <= value <= 8 else 1
+
+
+def _draft(image: Image.Image, geometry: Geometry) -> float:
+    """Let a JPEG decode at 1/2, 1/4 or 1/8 scale when the output is that much smaller;
+    return the scale of the decoded pixels relative to the header's size.
+
+    The scale is the same on both axes, so it holds for the oriented image too."""
+    if image.format not in ("JPEG", "MPO"):
+        return 1.0
+    left, top, right, bottom = geometry.region
+    scale = max(geometry.scaled[0] / (right - left), geometry.scaled[1] / (bottom - top))
+    if scale * _DRAFT_GAP >= 0.5:
+        return 1.0
+    raw_width, raw_height = image.size
+    wanted = (
+        max(1, math.ceil(raw_width * scale * _DRAFT_GAP)),
+        max(1, math.ceil(raw_height * scale * _DRAFT_GAP)),
+    )
+    result = image.draft(None, wanted)
+    if result is None:
+        return 1.0
+    return float(result[1][2]) / raw_width
+
+
+def _place(
+    image: Image.Image, geometry: Geometry, factor: float, output_format: ImageFormat
+) -> Image.Image:
+    """Resize the region and place it on the canvas, in RGB or (with alpha) RGBA."""
+    alpha = image.has_transparency_data
+    mode = "RGBA" if alpha else "RGB"
+    work = image if image.mode == mode else image.convert(mode)
+    left, top, right, bottom = geometry.region
+    box = (left * factor, top * factor, right * factor, bottom * factor)
+    if box == (0.0, 0.0, float(work.width), float(work.height)) and geometry.scaled == work.size:
+        resized = work
+    else:
+        resized = work.resize(geometry.scaled, Image.Resampling.LANCZOS, box=box, reducing_gap=3.0)
+    if alpha and output_format not in ALPHA_FORMATS:
+        resized = _flatten(resized)
+    if not geometry.padded:
+        return resized
+    size = (geometry.width, geometry.height)
+    if output_format in ALPHA_FORMATS:
+        canvas = Image.new("RGBA", size, _TRANSPARENT)
+    else:
+        canvas = Image.new("RGB", size, _WHITE)
+    canvas.paste(resized, geometry.offset)  # converted to the canvas's mode
+    return canvas
+
+
+def _flatten(image: Image.Image) -> Image.Image:
+    """An RGBA image over white, as RGB (for formats without alpha)."""
+    background = Image.new("RGB", image.size, _WHITE)
+    background.paste(image, (0, 0), image)
+    return background
+
+
+def _encode(
+    image: Image.Image, image_format: ImageFormat, quality: int | None, icc_profile: Any
+) -> bytes:
+    """The picture in ``image_format``; metadata other than the ICC profile is left out."""
+    options: dict[str, Any] = {}
+    if icc_profile:
+        options["icc_profile"] = icc_profile
+    if image_format == "png":
+        options["compress_level"] = PNG_COMPRESS_LEVEL
+    else:
+        options["quality"] = DEFAULT_QUALITY if quality is None else quality
+    if image_format == "jpeg":
+        options["optimize"] = True
+    sink = io.BytesIO()
+    image.save(sink, format=image_format.upper(), **options)
+    return sink.getvalue()

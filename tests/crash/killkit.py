@@ -1,0 +1,1015 @@
+"""Kill a real server under load, restart it, and check every durability claim over HTTP.
+
+The in-process crash matrix (``tests.crash.matrix``) cuts the power at every file operation
+of one operation at a time. This kit checks the same claims on the real thing: a server
+process under 8 concurrent clients, SIGKILLed at a random moment or at a named crash point
+(``SERVICE_CRASH_POINT``, see ``service.engine.install_crash_hook``), restarted on the same
+data dir and port, and checked over HTTP only, as a user would see it.
+
+A SIGKILL keeps the OS page cache, so in either durability mode every acknowledged operation
+must survive: only the ledger's ``firm`` states are allowed. One cycle:
+
+1. start the server, armed with a crash point or in balanced durability if the cycle says so
+   (between two crashes it is stopped gracefully, so clean shutdowns are mixed in);
+2. run the workload (``Worker``): 8 threads, each with its own httpx client and its own keys,
+   so that the order of one key's operations is the order its thread sent them, which is
+   what the ledger needs (two racing PUTs of one key have no order a client could know);
+3. the armed point kills the server (it must die by SIGKILL), or the test sends SIGKILL
+   after a random delay;
+4. optionally start it armed with a startup crash point (replay, torn-tail repair, startup
+   GC, staging sweep), which must kill it again before it is ready;
+5. start it plain and check (``KillKit.check``): every key's versions, every upload's parts
+   and every bucket are in a state the ledger allows; every stored version serves exactly
+   its bytes, checksum and ETag; deleted keys answer 404 and the object listing agrees; an
+   unacknowledged complete either closed the session and made the object or did neither;
+   then the model settles on what was seen, and every session left open is completed
+   (an interrupted complete is tried again: it must work now) or aborted.
+
+After the last cycle the kit waits out the staging TTL and the GC grace, restarts so that
+the startup sweep and GC run, and checks the disk: the files under ``payloads/`` are exactly
+the stored versions and parts (same count, same SHA-256 digests), ``staging/`` is empty and
+nothing was quarantined.
+
+Thread-safety: the ledger, the list of unchecked acknowledgements and the problem list are
+guarded by ``KillKit.lock``; each worker owns its keys' entries in ``KillKit.views``; the
+checker runs only while no worker does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import random
+import signal
+import threading
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from service.storage.layout import (
+    PAYLOADS_DIR,
+    QUARANTINE_DIR,
+    STAGING_DIR,
+    UNSYNCED_MARKER,
+    is_valid_payload_id,
+)
+from tests.crash.model import MARKER, Fate, KeyState, Ledger, UploadState, sha256, visible
+from tests.crash.points import all_crash_points
+from tests.serverproc import ServerProcess
+
+PLAIN = "kill-plain"
+VERSIONED = "kill-versioned"
+WORKERS = 8
+
+STAGING_TTL = 5.0
+GC_GRACE = 5.0
+SERVER_ENV = {
+    "SERVICE_DURABILITY": "strict",
+    # Small enough that a few dozen records roll a segment and take a snapshot, so the
+    # workload passes the journal's roll and snapshot crash points within a cycle.
+    "SERVICE_JOURNAL_SEGMENT_BYTES": "8192",
+    "SERVICE_SNAPSHOT_EVERY": "40",
+    "SERVICE_SNAPSHOT_INTERVAL": "1",
+    # The periodic GC and staging sweep run during the workload too, with a grace and TTL
+    # short enough to wait out once at the end (and far above a PUT's promote-to-commit).
+    "SERVICE_GC_INTERVAL": "0.5",
+    "SERVICE_GC_GRACE": str(GC_GRACE),
+    "SERVICE_STAGING_TTL": str(STAGING_TTL),
+    "SERVICE_LOG_LEVEL": "warning",
+}
+
+STARTUP_POINTS: dict[str, str | None] = {
+    "engine.after_replay": None,
+    "journal.replay.truncate": "journal.append.mid_write",
+    "gc.batch": "put.after_rename",
+    "staging.sweep": "put.chunk_written",
+}
+"""Points passed while a server starts, each with the runtime point whose kill leaves what
+the start then repairs: a torn batch at the log's tail, a promoted payload no record names,
+a half-written staging file. Armed at the start after that kill."""
+STARTUP_ENV: dict[str, dict[str, str]] = {"staging.sweep": {"SERVICE_STAGING_TTL": "0"}}
+"""The staging file the kill left is seconds old; a zero TTL makes the sweep take it."""
+
+UNREACHABLE: dict[str, str] = {
+    "storage.quarantined": (
+        "quarantine moves a payload whose bytes fail verification after an unclean balanced "
+        "run; only a power loss can tear a payload, and a SIGKILL keeps the page cache. Armed "
+        "at the start after a killed balanced run (the start verifies every recent payload), "
+        "it must not fire and nothing may be quarantined."
+    ),
+}
+"""Points a real process cannot reach by a kill, and why; armed anyway, never hit."""
+
+FREQUENT: frozenset[str] = frozenset(
+    {
+        "put.staging_created",
+        "put.chunk_written",
+        "put.body_complete",
+        "put.after_data_fsync",
+        "put.after_rename",
+        "put.after_dir_fsync",
+        "put.before_response",
+        "journal.append.mid_write",
+        "journal.append.after_write",
+        "journal.append.after_fsync",
+        "engine.after_apply",
+    }
+)
+"""Points every PUT passes: armed at a random later hit so the kill lands mid-load."""
+
+STRICT_ONLY: frozenset[str] = frozenset({"journal.append.after_fsync"})
+"""Points a balanced server never passes (it does not fsync each batch)."""
+
+ARM_DEADLINE = 6.0
+"""Seconds the workload runs before an armed point that did not fire counts as missed."""
+KILL_DELAY = (0.03, 0.5)
+REQUEST_TIMEOUT = 30.0
+MAX_VERSIONS = 4
+"""A versioned key with more entries has its oldest known version deleted for good."""
+LARGE_SHARE = 0.03
+MAX_PROBLEMS = 40
+
+Entry = tuple[str, str | None]
+"""One version as a worker knows it: (SHA-256 or MARKER, version id if known), oldest first."""
+Thing = tuple[str, str, str]
+"""What an operation touched: ("key", bucket, key), ("upload", upload_id, ""), ..."""
+
+
+def key_thing(bucket: str, key: str) -> Thing:
+    return ("key", bucket, key)
+
+
+def upload_thing(upload_id: str) -> Thing:
+    return ("upload", upload_id, "")
+
+
+def object_path(bucket: str, key: str) -> str:
+    return f"/buckets/{bucket}/objects/{quote(key, safe='/')}"
+
+
+def worker_keys(index: int) -> list[tuple[str, str]]:
+    """The keys one worker owns (odd names on purpose: they travel percent-encoded)."""
+    return [
+        (PLAIN, f"w{index}/a"),
+        (PLAIN, f"w{index}/b c"),
+        (PLAIN, f"w{index}/ü/d"),
+        (VERSIONED, f"w{index}/v1"),
+        (VERSIONED, f"w{index}/v2"),
+    ]
+
+
+def short(state: tuple[str, ...] | frozenset[Any] | None) -> str:
+    if state is None:
+        return "closed"
+    if isinstance(state, frozenset):
+        return "{" + ", ".join(f"{n}:{d[:8]}" for n, d in sorted(state)) + "}"
+    return "(" + ", ".join("M" if item == MARKER else item[:8] for item in state) + ")"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An HTTP answer; ``status`` None when no connection could be opened (nothing was
+    sent, so nothing happened), 0 when the exchange broke off (anything may have)."""
+
+    status: int | None
+    headers: httpx.Headers
+    content: bytes
+    error: str = ""
+
+    @property
+    def fate(self) -> str:
+        if self.status is None:
+            return Fate.REFUSED
+        return Fate.of_status(self.status)
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+def send(client: httpx.Client, method: str, url: str, **kwargs: Any) -> Reply:
+    try:
+        response = client.request(method, url, **kwargs)
+    except httpx.ConnectError as exc:
+        return Reply(None, httpx.Headers(), b"", repr(exc))
+    except httpx.HTTPError as exc:
+        return Reply(0, httpx.Headers(), b"", repr(exc))
+    return Reply(response.status_code, response.headers, response.content)
+
+
+def in_chunks(data: bytes, size: int = 64 * 1024) -> Iterator[bytes]:
+    """The body as an iterator: httpx then sends it with chunked transfer encoding."""
+    for start in range(0, len(data), size):
+        yield data[start : start + size]
+
+
+def drop_entry(index: int, item: str) -> Callable[[KeyState], KeyState]:
+    """DELETE ?version_id=: the entry at ``index`` (known to be ``item``) goes for good."""
+
+    def effect(state: KeyState) -> KeyState:
+        if len(state) > index and state[index] == item:
+            return state[:index] + state[index + 1 :]
+        return state
+
+    return effect
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """One kill: what the server is armed with, and what its next start is armed with."""
+
+    arm: str | None = None
+    """Runtime crash point (None: SIGKILL from the test after a random delay)."""
+    nth: int = 1
+    then: str | None = None
+    """Startup crash point armed at the start after the kill."""
+    durability: str = "strict"
+
+    def describe(self) -> str:
+        what = f"armed {self.arm}:{self.nth}" if self.arm else "random kill"
+        if self.then:
+            what += f", then start armed {self.then}"
+        return what if self.durability == "strict" else f"{what}, {self.durability}"
+
+
+@dataclass(frozen=True)
+class PendingComplete:
+    """A complete that got no answer: its session and its key must agree after restart."""
+
+    bucket: str
+    key: str
+    parts: tuple[tuple[int, str], ...]
+    digest: str
+
+
+@dataclass
+class Tally:
+    cycles: int = 0
+    checked: int = 0
+    """Acknowledged operations whose effect a check after a restart looked at."""
+    lost: int = 0
+    """... of which the thing they touched was found in a state they do not allow."""
+    unknown: int = 0
+    """Operations whose outcome the client could not know (cut off by the kill)."""
+    interrupted_completes: int = 0
+    """Completes without an answer whose session and key were checked after a restart..."""
+    completed_again: int = 0
+    """... and of those found still open, how many the checker completed afterwards."""
+    armed: Counter[str] = field(default_factory=Counter)
+    hits: Counter[str] = field(default_factory=Counter)
+    missed: Counter[str] = field(default_factory=Counter)
+    problems: list[str] = field(default_factory=list)
+
+
+def reachable_points() -> set[str]:
+    return all_crash_points() - UNREACHABLE.keys()
+
+
+def runtime_points() -> list[str]:
+    return sorted(reachable_points() - STARTUP_POINTS.keys())
+
+
+def cycle_for(point: str, rng: random.Random, *, chain: bool = True) -> Cycle:
+    """A cycle that arms ``point`` (a startup point after its prerequisite's kill)."""
+    if point in UNREACHABLE:
+        return Cycle(durability="balanced", then=point)
+    if point in STARTUP_POINTS:
+        before = STARTUP_POINTS[point]
+        nth = rng.randint(1, 4) if before in FREQUENT else 1
+        return Cycle(arm=before, nth=nth, then=point)
+    nth = rng.randint(1, 12) if point in FREQUENT else rng.randint(1, 2)
+    chained = {before: after for after, before in STARTUP_POINTS.items() if before}
+    return Cycle(arm=point, nth=nth, then=chained.get(point) if chain else None)
+
+
+def coverage_plan(rng: random.Random, *, random_kills: int) -> list[Cycle]:
+    """Every crash point armed once (startup points after the kill that prepares them),
+    plus ``random_kills`` kills at random moments, one balanced run among them; shuffled."""
+    cycles = [cycle_for(point, rng) for point in runtime_points()]
+    cycles.append(cycle_for("engine.after_replay", rng))
+    cycles += [cycle_for(point, rng) for point in UNREACHABLE]
+    cycles += [Cycle() for _ in range(random_kills)]
+    rng.shuffle(cycles)
+    return cycles
+
+
+def soak_cycle(rng: random.Random) -> Cycle:
+    """A random cycle: mostly random kills, else any point (rarely balanced durability)."""
+    roll = rng.random()
+    if roll < 0.45:
+        then = "engine.after_replay" if rng.random() < 0.1 else None
+        return Cycle(then=then, durability="balanced" if rng.random() < 0.1 else "strict")
+    point = rng.choice(sorted(all_crash_points()))
+    cycle = cycle_for(point, rng, chain=rng.random() < 0.5)
+    if rng.random() < 0.1 and cycle.durability == "strict" and point not in STRICT_ONLY:
+        cycle = Cycle(cycle.arm, cycle.nth, cycle.then, "balanced")
+    return cycle
+
+
+class Worker:
+    """One client thread: random operations on its own keys until told to stop or the
+    server stops answering (its first answer that is not a success ends its cycle)."""
+
+    def __init__(self, kit: KillKit, index: int, seed: int, stop: threading.Event) -> None:
+        self.kit = kit
+        self.index = index
+        self.rng = random.Random(seed)
+        self.stop = stop
+        self.keys = worker_keys(index)
+        self.client: httpx.Client | None = None
+
+    def run(self) -> None:
+        try:
+            with self.kit.http(REQUEST_TIMEOUT) as client:
+                self.client = client
+                while not self.stop.is_set() and self.step():
+                    pass
+        except Exception:
+            self.kit.problem(f"worker {self.index} failed:\n{traceback.format_exc()}")
+
+    def send(self, method: str, url: str, **kwargs: Any) -> Reply:
+        assert self.client is not None
+        return send(self.client, method, url, **kwargs)
+
+    def step(self) -> bool:
+        bucket, key = self.rng.choice(self.keys)
+        entries = self.kit.views[(bucket, key)]
+        state = tuple(item for item, _ in entries)
+        with self.kit.lock:
+            firm = set(self.kit.ledger.key(bucket, key).firm)
+        if len(firm) > 1:
+            return True  # an unanswered close-out by the checker: left for the next check
+        if firm != {state}:
+            self.kit.problem(f"test bug: {bucket}/{key} view {short(state)} vs ledger {firm}")
+            return False
+        roll = self.rng.random()
+        if roll < 0.2:
+            return self.multipart(bucket, key)
+        if roll < 0.4 and visible(state):
+            return self.delete(bucket, key)
+        if bucket == VERSIONED and len(entries) > MAX_VERSIONS:
+            return self.prune(bucket, key)
+        return self.put(bucket, key)
+
+    def body(self, size: int) -> bytes:
+        return self.kit.new_body(self.rng, size)
+
+    def put(self, bucket: str, key: str) -> bool:
+        large = self.rng.random() < LARGE_SHARE
+        size = self.rng.randint(600_000, 1_200_000) if large else self.rng.randint(0, 3000)
+        data = self.body(size)
+        digest = sha256(data)
+        headers = {"Content-Type": "application/octet-stream"}
+        if self.rng.random() < 0.3:
+            headers["X-Checksum-Sha256"] = digest
+        content: bytes | Iterator[bytes] = in_chunks(data) if self.rng.random() < 0.3 else data
+        reply = self.send("PUT", object_path(bucket, key), content=content, headers=headers)
+        what = f"PUT {bucket}/{key} ({len(data)} bytes)"
+        fate = self.kit.outcome(reply, what, 200)
+        with self.kit.lock:
+            self.kit.ledger.put(bucket, key, data, fate)
+            self.kit.note(fate, what, key_thing(bucket, key))
+        if fate != Fate.ACKED:
+            return False
+        self.kit.expect_object(reply, digest, what)
+        entry = (digest, reply.headers.get("X-Version-Id"))
+        self.kit.views[(bucket, key)] = (
+            [*self.kit.views[(bucket, key)], entry] if bucket == VERSIONED else [entry]
+        )
+        return True
+
+    def delete(self, bucket: str, key: str) -> bool:
+        reply = self.send("DELETE", object_path(bucket, key))
+        what = f"DELETE {bucket}/{key}"
+        fate = self.kit.outcome(reply, what, 204)
+        with self.kit.lock:
+            self.kit.ledger.delete(bucket, key, fate)
+            self.kit.note(fate, what, key_thing(bucket, key))
+        if fate != Fate.ACKED:
+            return False
+        views = self.kit.views
+        marked = [*views[(bucket, key)], (MARKER, None)]
+        views[(bucket, key)] = marked if bucket == VERSIONED else []
+        return True
+
+    def prune(self, bucket: str, key: str) -> bool:
+        """Delete the oldest version whose id is known, for good (keeps checks short)."""
+        entries = self.kit.views[(bucket, key)]
+        index = next((i for i, (_, vid) in enumerate(entries[:-1]) if vid is not None), None)
+        if index is None:
+            return self.put(bucket, key)
+        item, version_id = entries[index]
+        reply = self.send("DELETE", object_path(bucket, key), params={"version_id": version_id})
+        what = f"DELETE {bucket}/{key}?version_id={version_id}"
+        fate = self.kit.outcome(reply, what, 204)
+        with self.kit.lock:
+            self.kit.ledger.key(bucket, key).record(fate, drop_entry(index, item))
+            self.kit.note(fate, what, key_thing(bucket, key))
+        if fate != Fate.ACKED:
+            return False
+        self.kit.views[(bucket, key)] = entries[:index] + entries[index + 1 :]
+        return True
+
+    def multipart(self, bucket: str, key: str) -> bool:
+        """Init, 1-4 parts (one sometimes sent twice), then complete (all parts or a
+        subset), abort, or leave the session open for the checker to finish."""
+        kit = self.kit
+        reply = self.send("POST", "/multipart/init", json={"bucket": bucket, "key": key})
+        fate = kit.outcome(reply, f"init {bucket}/{key}", 201)
+        upload_id: str | None = reply.json()["upload_id"] if fate == Fate.ACKED else None
+        with kit.lock:
+            kit.ledger.upload_started(upload_id, bucket, key, fate)
+            if upload_id is not None:
+                kit.note(fate, f"init {upload_id}", upload_thing(upload_id))
+        if upload_id is None:
+            return False
+        parts: dict[int, str] = {}
+        numbers = list(range(1, self.rng.randint(1, 4) + 1))
+        if len(numbers) > 1 and self.rng.random() < 0.25:
+            numbers.append(self.rng.choice(numbers))
+        for number in numbers:
+            if self.stop.is_set():
+                return False
+            size = 300_000 if self.rng.random() < 0.1 else self.rng.randint(1, 20_000)
+            data = self.body(size)
+            reply = self.send(
+                "PUT", f"/multipart/{upload_id}/part", params={"partNumber": number}, content=data
+            )
+            what = f"part {number} of {upload_id}"
+            fate = kit.outcome(reply, what, 200)
+            with kit.lock:
+                kit.ledger.part_stored(upload_id, number, data, fate)
+                kit.note(fate, what, upload_thing(upload_id))
+            if fate != Fate.ACKED:
+                return False
+            if reply.json().get("etag") != sha256(data):
+                kit.problem(f"{what}: acknowledged with etag {reply.json().get('etag')}")
+            parts[number] = sha256(data)
+        choice = self.rng.random()
+        if choice < 0.1:
+            return True
+        if choice < 0.3:
+            return kit.abort(self.client_or_fail(), upload_id)
+        chosen = sorted(parts.items())
+        if len(chosen) > 1 and self.rng.random() < 0.3:
+            chosen = sorted(self.rng.sample(chosen, self.rng.randint(1, len(chosen) - 1)))
+        return kit.complete(self.client_or_fail(), upload_id, bucket, key, tuple(chosen))
+
+    def client_or_fail(self) -> httpx.Client:
+        assert self.client is not None
+        return self.client
+
+
+class KillKit:
+    """The server, the ledger and the cycles; see the module docstring."""
+
+    def __init__(self, root: Path, seed: int, *, log: Callable[[str], None] = print) -> None:
+        self.proc = ServerProcess(root / "data", env_overrides=SERVER_ENV)
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.log = log
+        self.lock = threading.Lock()
+        self.ledger = Ledger()
+        self.views: dict[tuple[str, str], list[Entry]] = {}
+        self.pending: dict[str, PendingComplete] = {}
+        self.closed_uploads: set[str] = set()
+        self.unchecked: list[tuple[str, tuple[Thing, ...]]] = []
+        self.tally = Tally()
+        self.label = "setup"
+        self.running: tuple[str | None, str] | None = None
+        """(crash point spec, durability) of the running server; None while it is down."""
+        self.serial = itertools.count()
+
+    # -- bookkeeping --------------------------------------------------------------------
+
+    @property
+    def data_dir(self) -> Path:
+        return self.proc.data_dir
+
+    def http(self, timeout: float = REQUEST_TIMEOUT) -> httpx.Client:
+        return httpx.Client(base_url=self.proc.api, auth=self.proc.auth, timeout=timeout)
+
+    def problem(self, message: str) -> None:
+        with self.lock:
+            self.tally.problems.append(f"[seed {self.seed}, {self.label}] {message}")
+
+    def new_body(self, rng: random.Random, size: int) -> bytes:
+        """``size`` random bytes after a unique prefix, so no two bodies share a digest."""
+        return f"{next(self.serial)}|".encode() + rng.randbytes(size)
+
+    def note(self, fate: str, what: str, *things: Thing) -> None:
+        """Count an operation's fate (caller holds the lock)."""
+        if fate == Fate.ACKED:
+            self.unchecked.append((what, things))
+        elif fate == Fate.UNKNOWN:
+            self.tally.unknown += 1
+
+    def outcome(self, reply: Reply, what: str, expected: int) -> str:
+        """The fate of ``reply``; any answer but ``expected`` from a live server is a
+        problem: this workload never sends a request the server should refuse or fail."""
+        if reply.status not in (None, 0, expected):
+            detail = reply.content[:300].decode(errors="replace")
+            self.problem(f"{what}: expected {expected}, got {reply.status} {detail}")
+        return reply.fate
+
+    def expect_object(self, reply: Reply, digest: str, what: str) -> None:
+        """An acknowledged write must report the SHA-256 of what was sent."""
+        body = reply.json()
+        seen = (
+            body.get("sha256_checksum"),
+            body.get("etag"),
+            reply.headers.get("ETag", "").strip('"'),
+        )
+        if set(seen) != {digest}:
+            self.problem(f"{what}: acknowledged with checksums {seen}, sent {digest}")
+
+    # -- operations the checker shares with the workers --------------------------------
+
+    def complete(
+        self,
+        client: httpx.Client,
+        upload_id: str,
+        bucket: str,
+        key: str,
+        parts: tuple[tuple[int, str], ...],
+    ) -> bool:
+        manifest = {"parts": [{"part_number": number, "etag": etag} for number, etag in parts]}
+        reply = send(client, "POST", f"/multipart/{upload_id}/complete", json=manifest)
+        what = f"complete {upload_id} -> {bucket}/{key}"
+        fate = self.outcome(reply, what, 200)
+        with self.lock:
+            digest = self.ledger.upload_completed(upload_id, parts, fate)
+            self.note(fate, what, key_thing(bucket, key), upload_thing(upload_id))
+            if fate == Fate.UNKNOWN:
+                self.pending[upload_id] = PendingComplete(bucket, key, parts, digest)
+        if fate != Fate.ACKED:
+            return False
+        self.expect_object(reply, digest, what)
+        entry = (digest, reply.json().get("version_id"))
+        views = self.views
+        views[(bucket, key)] = [*views[(bucket, key)], entry] if bucket == VERSIONED else [entry]
+        return True
+
+    def abort(self, client: httpx.Client, upload_id: str) -> bool:
+        reply = send(client, "DELETE", f"/multipart/{upload_id}")
+        what = f"abort {upload_id}"
+        fate = self.outcome(reply, what, 204)
+        with self.lock:
+            self.ledger.upload_aborted(upload_id, fate)
+            self.note(fate, what, upload_thing(upload_id))
+        return fate == Fate.ACKED
+
+    # -- the server ---------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Start the server, create the two buckets, register every worker's keys."""
+        self.serve()
+        with self.http() as client:
+            for name, versioned in ((PLAIN, False), (VERSIONED, True)):
+                body = {"name": name, "versioning_enabled": versioned}
+                reply = send(client, "POST", "/buckets", json=body)
+                fate = self.outcome(reply, f"create bucket {name}", 201)
+                self.ledger.bucket_created(name, versioned, fate)
+                if fate != Fate.ACKED:
+                    raise RuntimeError(f"cannot create bucket {name}: {reply}")
+        for index in range(WORKERS):
+            for bucket, key in worker_keys(index):
+                self.ledger.key(bucket, key)
+                self.views[(bucket, key)] = []
+
+    def serve(self, arm: str | None = None, durability: str = "strict") -> None:
+        """Have a server running with this crash point and durability (restart if needed)."""
+        wanted = (arm, durability)
+        if self.proc.process is not None and self.running == wanted:
+            return
+        if self.proc.process is not None:
+            code = self.proc.stop()
+            if code != 0:
+                self.problem(f"graceful stop exited with {code}")
+        env = {"SERVICE_DURABILITY": durability}
+        if arm is not None:
+            env["SERVICE_CRASH_POINT"] = arm
+        self.proc.start(extra_env=env)  # a server that cannot start again fails the run
+        self.running = wanted
+
+    def run(self, number: int, cycle: Cycle) -> None:
+        """One cycle: start, load, kill, (startup crash), restart, check."""
+        self.label = f"cycle {number}: {cycle.describe()}"
+        self.serve(f"{cycle.arm}:{cycle.nth}" if cycle.arm else None, cycle.durability)
+        if cycle.arm:
+            self.tally.armed[cycle.arm] += 1
+        code = self.load_and_kill(cycle)
+        if cycle.arm is not None:
+            if code is None:
+                self.tally.missed[cycle.arm] += 1
+            elif code == -signal.SIGKILL:
+                self.tally.hits[cycle.arm] += 1
+            else:
+                self.problem(f"server exited with {code}, not by SIGKILL at {cycle.arm}")
+        elif code is not None:
+            self.problem(f"server died by itself ({code}) with no crash point armed")
+        if cycle.then is not None:
+            self.start_armed(cycle.then)
+        self.serve()
+        self.check()
+        self.tally.cycles += 1
+
+    def load_and_kill(self, cycle: Cycle) -> int | None:
+        """Run the workload until the server dies; return its exit code if it died by
+        itself, None if the test killed it (after the random delay or the arm deadline)."""
+        process = self.proc.process
+        assert process is not None
+        stop = threading.Event()
+        workers = [Worker(self, i, self.rng.getrandbits(64), stop) for i in range(WORKERS)]
+        threads = [threading.Thread(target=w.run, name=f"kill-worker-{w.index}") for w in workers]
+        for thread in threads:
+            thread.start()
+        wait = ARM_DEADLINE if cycle.arm else self.rng.uniform(*KILL_DELAY)
+        deadline = time.monotonic() + wait
+        code = process.poll()
+        while code is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+            code = process.poll()
+        self.proc.kill()  # SIGKILL now if it still runs; reap it either way
+        self.running = None
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=2 * REQUEST_TIMEOUT)
+            if thread.is_alive():
+                self.problem(f"{thread.name} still running after the kill")
+        return code
+
+    def start_armed(self, point: str) -> None:
+        """Start with a startup crash point armed: it must kill the server before it is
+        ready (or, for an unreachable point, must not fire at all)."""
+        self.tally.armed[point] += 1
+        env = {"SERVICE_CRASH_POINT": point, **STARTUP_ENV.get(point, {})}
+        if point in UNREACHABLE:
+            if not (self.data_dir / UNSYNCED_MARKER).exists():
+                self.problem("a killed balanced run left no unsynced marker: nothing verified")
+            try:
+                self.proc.start(extra_env=env)
+            except RuntimeError:
+                code = self.proc.process.returncode if self.proc.process else None
+                self.proc.kill()
+                self.problem(f"start after a kill died ({code}) though nothing can be torn")
+                return
+            quarantine = self.data_dir / QUARANTINE_DIR
+            if quarantine.exists() and any(quarantine.iterdir()):
+                self.problem(f"payloads quarantined after a SIGKILL: {os.listdir(quarantine)}")
+            self.proc.stop()
+            return
+        try:
+            self.proc.start(extra_env=env)
+        except RuntimeError:
+            code = self.proc.process.returncode if self.proc.process else None
+            self.proc.kill()
+            if code == -signal.SIGKILL:
+                self.tally.hits[point] += 1
+            else:
+                self.problem(f"start armed at {point} exited with {code}")
+            return
+        self.tally.missed[point] += 1
+        self.proc.stop()
+
+    # -- checking -----------------------------------------------------------------------
+
+    def check(self, *, disk: bool = False) -> None:
+        """Everything the ledger knows is in an allowed state and readable; settle on it,
+        count the acknowledged operations checked and lost, then close every open session."""
+        bad: set[Thing] = set()
+
+        def fail(thing: Thing, message: str) -> None:
+            bad.add(thing)
+            self.problem(message)
+
+        ledger = self.ledger
+        with self.http() as client:
+            buckets = {item["name"] for item in self.listing(client, "/buckets", "buckets")}
+            for name, possible in ledger.buckets.items():
+                if (name in buckets) not in possible.firm:
+                    fail(("bucket", name, ""), f"bucket {name}: exists={name in buckets}")
+                possible.settle(name in buckets)
+            for name in buckets - ledger.buckets.keys():
+                fail(("bucket", name, ""), f"unknown bucket {name}")
+            observed = self.observe_versions(client, fail)
+            self.check_keys(client, observed, fail)
+            uploads = self.check_uploads(client, observed, fail)
+            strays = self.check_strays(client, fail)
+            self.check_info(client, observed, uploads, strays, fail)
+            lost = sum(1 for _, things in self.unchecked if bad.intersection(things))
+            self.tally.checked += len(self.unchecked)
+            self.tally.lost += lost
+            self.unchecked = []
+            if disk:
+                self.check_disk(observed, uploads, client)
+            self.views = {bk: list(entries) for bk, entries in observed.items()}
+            for bk in ledger.keys:
+                self.views.setdefault(bk, [])
+            self.close_uploads(client, uploads, strays)
+        self.forget_bodies()
+
+    def listing(
+        self, client: httpx.Client, url: str, field_name: str, **query: str
+    ) -> list[dict[str, Any]]:
+        """Every item of a paginated listing."""
+        items: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            params = {**query, "cursor": cursor} if cursor else dict(query)
+            reply = send(client, "GET", url, params=params)
+            if reply.status != 200:
+                raise RuntimeError(f"GET {url}: {reply.status} {reply.error} {reply.content!r}")
+            body = reply.json()
+            items += body[field_name]
+            cursor = body.get("next_cursor")
+            if not cursor:
+                return items
+
+    def observe_versions(
+        self, client: httpx.Client, fail: Callable[[Thing, str], None]
+    ) -> dict[tuple[str, str], list[Entry]]:
+        """Every key's versions, oldest first (the listing gives them newest first)."""
+        observed: dict[tuple[str, str], list[Entry]] = {}
+        for bucket in (PLAIN, VERSIONED):
+            for item in self.listing(client, f"/buckets/{bucket}/versions", "versions"):
+                entry = (
+                    MARKER if item["is_delete_marker"] else item["sha256_checksum"],
+                    item["version_id"],
+                )
+                observed.setdefault((bucket, item["key"]), []).insert(0, entry)
+        for bucket, key in observed.keys() - self.ledger.keys.keys():
+            fail(key_thing(bucket, key), f"unknown key {bucket}/{key}")
+        return observed
+
+    def check_keys(
+        self,
+        client: httpx.Client,
+        observed: dict[tuple[str, str], list[Entry]],
+        fail: Callable[[Thing, str], None],
+    ) -> None:
+        """States allowed; every version byte-exact; latest and listing agree; settle."""
+        bodies = self.ledger.bodies
+        listed: dict[str, set[str]] = {}
+        for bucket in (PLAIN, VERSIONED):
+            items = self.listing(client, f"/buckets/{bucket}/objects", "objects")
+            listed[bucket] = {item["key"] for item in items}
+        for (bucket, key), possible in self.ledger.keys.items():
+            thing = key_thing(bucket, key)
+            entries = observed.get((bucket, key), [])
+            state = tuple(item for item, _ in entries)
+            if state not in possible.firm:
+                allowed = ", ".join(short(s) for s in possible.firm)
+                fail(thing, f"{bucket}/{key}: {short(state)} not among allowed {allowed}")
+            for item, version_id in entries:
+                if item == MARKER or bucket != VERSIONED:
+                    continue  # a plain key's one version is the latest, read below
+                params = {"version_id": version_id}
+                reply = send(client, "GET", object_path(bucket, key), params=params)
+                where = f"GET {bucket}/{key}?version_id={version_id}"
+                problem = self.read_problem(reply, item, bodies)
+                if problem:
+                    fail(thing, f"{where}: {problem}")
+            reply = send(client, "GET", object_path(bucket, key))
+            if visible(state):
+                problem = self.read_problem(reply, state[-1], bodies)
+                if problem:
+                    fail(thing, f"GET {bucket}/{key} (latest): {problem}")
+            elif reply.status != 404:
+                fail(thing, f"GET {bucket}/{key} of a deleted key answered {reply.status}")
+            if visible(state) != (key in listed[bucket]):
+                fail(thing, f"{bucket}/{key}: listed={key in listed[bucket]}, state {short(state)}")
+            possible.settle(state)
+
+    @staticmethod
+    def read_problem(reply: Reply, digest: str, bodies: dict[str, bytes]) -> str:
+        """What is wrong with a GET that must serve exactly the body ``digest``, or ''."""
+        if reply.status != 200:
+            return f"answered {reply.status} {reply.error} {reply.content[:200]!r}"
+        content = reply.content
+        served = sha256(content)
+        headers = (reply.headers.get("X-Checksum-Sha256"), reply.headers.get("ETag", "").strip('"'))
+        if served != digest or digest not in bodies or len(content) != len(bodies[digest]):
+            return f"served {len(content)} bytes with SHA-256 {served[:12]}, not {digest[:12]}"
+        if set(headers) != {digest}:
+            return f"headers {headers} for body {digest[:12]}"
+        if reply.headers.get("Content-Length") != str(len(content)):
+            return f"Content-Length {reply.headers.get('Content-Length')} for {len(content)}"
+        return ""
+
+    def check_uploads(
+        self,
+        client: httpx.Client,
+        observed: dict[tuple[str, str], list[Entry]],
+        fail: Callable[[Thing, str], None],
+    ) -> dict[str, UploadState]:
+        """Every known session's parts allowed; an interrupted complete all or nothing."""
+        seen: dict[str, UploadState] = {}
+        for upload_id, possible in self.ledger.uploads.items():
+            thing = upload_thing(upload_id)
+            reply = send(client, "GET", f"/multipart/{upload_id}")
+            state: UploadState
+            if reply.status == 200:
+                parts = reply.json()["parts"]
+                state = frozenset((part["part_number"], part["etag"]) for part in parts)
+            elif reply.status == 404:
+                state = None
+            else:
+                fail(thing, f"GET /multipart/{upload_id}: {reply.status} {reply.error}")
+                continue
+            if state not in possible.firm:
+                allowed = ", ".join(short(s) for s in possible.firm)
+                fail(thing, f"upload {upload_id}: {short(state)} not among allowed {allowed}")
+            pending = self.pending.get(upload_id)
+            if pending is not None:
+                self.tally.interrupted_completes += 1
+                entries = observed.get((pending.bucket, pending.key), [])
+                made = bool(entries) and entries[-1][0] == pending.digest
+                shown = any(item == pending.digest for item, _ in entries)
+                where = f"interrupted complete of {upload_id} -> {pending.bucket}/{pending.key}"
+                if state is None and not made:
+                    fail(thing, f"{where}: session closed but the object is not there")
+                if state is not None and shown:
+                    fail(thing, f"{where}: session open but the object exists")
+            possible.settle(state)
+            seen[upload_id] = state
+        return seen
+
+    def check_strays(self, client: httpx.Client, fail: Callable[[Thing, str], None]) -> set[str]:
+        """Open sessions the ledger does not know: at most one per unanswered init."""
+        strays: set[str] = set()
+        for bucket in (PLAIN, VERSIONED):
+            sessions = self.listing(client, "/multipart", "uploads", bucket=bucket)
+            strays |= {s["upload_id"] for s in sessions} - self.ledger.uploads.keys()
+        for upload_id in strays & self.closed_uploads:
+            fail(upload_thing(upload_id), f"closed upload {upload_id} is open again")
+        if len(strays) > self.ledger.unknown_uploads:
+            fail(
+                ("upload", "?", ""),
+                f"{len(strays)} open uploads nobody started, {self.ledger.unknown_uploads} "
+                "inits went unanswered",
+            )
+        return strays
+
+    def check_info(
+        self,
+        client: httpx.Client,
+        observed: dict[tuple[str, str], list[Entry]],
+        uploads: dict[str, UploadState],
+        strays: set[str],
+        fail: Callable[[Thing, str], None],
+    ) -> None:
+        """The server's own counts agree with what it lists."""
+        info = send(client, "GET", "/system/info").json()
+        versions = sum(item != MARKER for entries in observed.values() for item, _ in entries)
+        sessions = sum(state is not None for state in uploads.values()) + len(strays)
+        if (info["objects"], info["multipart_uploads"]) != (versions, sessions):
+            fail(
+                ("info", "", ""),
+                f"system/info counts {info['objects']} objects and {info['multipart_uploads']} "
+                f"uploads; the listings show {versions} and {sessions}",
+            )
+        if info["journal"]["read_only"]:
+            fail(("info", "", ""), "the server came up read-only")
+
+    def check_disk(
+        self,
+        observed: dict[tuple[str, str], list[Entry]],
+        uploads: dict[str, UploadState],
+        client: httpx.Client,
+    ) -> None:
+        """Payload files == the stored versions and parts; no staging file; no quarantine."""
+        expected = Counter(
+            item for entries in observed.values() for item, _ in entries if item != MARKER
+        )
+        for state in uploads.values():
+            expected.update(digest for _, digest in state or ())
+        root = self.data_dir / PAYLOADS_DIR
+        found: Counter[str] = Counter()
+        for path in sorted(root.rglob("*")):
+            if path.is_dir():
+                continue
+            parts = path.relative_to(root).parts
+            if not (
+                len(parts) == 3
+                and is_valid_payload_id(parts[2])
+                and parts[2][0:2] == parts[0]
+                and parts[2][2:4] == parts[1]
+            ):
+                self.problem(f"junk in the payload tree: {path}")
+            found[hashlib.sha256(path.read_bytes()).hexdigest()] += 1
+        if found != expected:
+            extra = sorted(d[:12] for d in (found - expected).elements())
+            missing = sorted(d[:12] for d in (expected - found).elements())
+            self.problem(
+                f"{found.total()} payload files for {expected.total()} stored versions and "
+                f"parts: unreferenced {extra}, missing {missing}"
+            )
+        staging = sorted(os.listdir(self.data_dir / STAGING_DIR))
+        if staging:
+            self.problem(f"staging files left after the TTL and a restart: {staging}")
+        quarantine = self.data_dir / QUARANTINE_DIR
+        if quarantine.exists() and os.listdir(quarantine):
+            self.problem(f"quarantined after SIGKILLs: {os.listdir(quarantine)}")
+        self.log(f"disk check: {found.total()} payload files, {expected.total()} expected")
+
+    def close_uploads(
+        self, client: httpx.Client, uploads: dict[str, UploadState], strays: set[str]
+    ) -> None:
+        """Finish every session still open: an interrupted complete is tried again (it must
+        work, and serve the joined bytes), the rest are completed or aborted at random."""
+        for upload_id in sorted(strays):
+            # Started by an init that got no answer: the ledger cannot name it.
+            reply = send(client, "DELETE", f"/multipart/{upload_id}")
+            self.outcome(reply, f"abort stray {upload_id}", 204)
+            self.closed_uploads.add(upload_id)
+        self.ledger.unknown_uploads = 0
+        interrupted, self.pending = self.pending, {}
+        for upload_id, state in sorted(uploads.items(), key=lambda item: item[0]):
+            if state is None:
+                continue
+            bucket, key = self.ledger.upload_targets[upload_id]
+            pending = interrupted.get(upload_id)
+            if pending is not None:
+                if self.complete(client, upload_id, bucket, key, pending.parts):
+                    self.tally.completed_again += 1
+                    reply = send(client, "GET", object_path(bucket, key))
+                    problem = self.read_problem(reply, pending.digest, self.ledger.bodies)
+                    if problem:
+                        self.problem(f"{bucket}/{key} completed again by {upload_id}: {problem}")
+            elif state and self.rng.random() < 0.6:
+                self.complete(client, upload_id, bucket, key, tuple(sorted(state)))
+            else:
+                self.abort(client, upload_id)
+        for upload_id, possible in list(self.ledger.uploads.items()):
+            if possible.firm == {None}:
+                del self.ledger.uploads[upload_id]
+                del self.ledger.upload_targets[upload_id]
+                self.closed_uploads.add(upload_id)
+
+    def forget_bodies(self) -> None:
+        """Drop the bodies no allowed state names any more (the soak would hoard them)."""
+        keep: set[str] = set()
+        for key_possible in self.ledger.keys.values():
+            for key_state in key_possible.firm | key_possible.loose:
+                keep.update(key_state)
+        for upload_possible in self.ledger.uploads.values():
+            for upload_state in upload_possible.firm | upload_possible.loose:
+                keep.update(digest for _, digest in upload_state or ())
+        self.ledger.bodies = {d: b for d, b in self.ledger.bodies.items() if d in keep}
+
+    # -- whole runs ---------------------------------------------------------------------
+
+    def unhit(self) -> set[str]:
+        return {point for point in reachable_points() if self.tally.hits[point] == 0}
+
+    def run_all(self, cycles: list[Cycle], *, retries: int = 0, first: int = 1) -> None:
+        """Run ``cycles`` (numbered from ``first``); then re-arm each reachable point never
+        hit, up to ``retries`` more times (a point can miss by chance, e.g. a startup point
+        whose prerequisite kill did not leave what it needs)."""
+        number = first - 1
+        for cycle in cycles:
+            number += 1
+            self.run(number, cycle)
+            if len(self.tally.problems) >= MAX_PROBLEMS:
+                return
+        for _ in range(retries):
+            for point in sorted(self.unhit()):
+                number += 1
+                self.run(number, cycle_for(point, self.rng))
+
+    def finish(self) -> None:
+        """Wait out the staging TTL and GC grace, restart, check the disk; once more
+        after the sessions were closed and a clean restart."""
+        self.label = "final check"
+        self.proc.kill()
+        self.running = None
+        time.sleep(max(STAGING_TTL, GC_GRACE) + 0.5)
+        self.serve()
+        self.check(disk=True)
+        self.label = "final check after a clean restart"
+        self.proc.stop()
+        self.running = None
+        self.serve()
+        self.check(disk=True)
+        self.proc.stop()
+        self.running = None
+
+    def report(self) -> str:
+        tally = self.tally
+        return (
+            f"{tally.cycles} kill/restart cycles, acknowledged operations checked: "
+            f"{tally.checked}, lost: {tally.lost}; {tally.unknown} outcomes unknown; "
+            f"{tally.interrupted_completes} interrupted completes checked, "
+            f"{tally.completed_again} of them completed again; "
+            f"crash points hit {sum(tally.hits.values())} times "
+            f"({len(tally.hits)} distinct), missed {dict(tally.missed) or 'none'}"
+        )
