@@ -58,6 +58,8 @@ class Config:
     snapshot_interval: float = 300.0
     """Seconds between snapshots when at least one record was appended."""
     journal_segment_bytes: int = 64 * MIB
+    health_min_free_fraction: float = 0.02
+    """GET /health reports ``degraded`` when the data dir's disk has less free space than this."""
     image_max_pixels: int = 50_000_000
     """Largest image (width x height) decoded or produced; more is 413 EntityTooLarge."""
     image_cache_bytes: int = 512 * MIB

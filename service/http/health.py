@@ -5,8 +5,6 @@ from __future__ import annotations
 from service import __version__
 from service.http.base import ApiHandler
 
-DISK_NEARLY_FULL_FRACTION = 0.02
-
 
 class HealthHandler(ApiHandler):
     route_name = "/health"
@@ -19,7 +17,7 @@ class HealthHandler(ApiHandler):
         if engine.read_only_reason is not None:
             reasons.append("journal read-only: " + engine.read_only_reason)
         total, free = await engine.run_blocking(engine.store.disk_usage)
-        if total and free / total < DISK_NEARLY_FULL_FRACTION:
+        if total and free / total < self.ctx.config.health_min_free_fraction:
             reasons.append("disk nearly full")
         body: dict[str, object] = {
             "name": "service",

@@ -262,7 +262,9 @@ class ObjectHandler(StreamingBodyHandler):
                 await engine.run_blocking(payload.close)
             self.finish()
         self.bytes_out = window.length
-        self.ctx.performance.record_get(window.length, first_byte, time.perf_counter() - started)
+        total = time.perf_counter() - started
+        self.ctx.performance.record_get(window.length, first_byte, total)
+        self.ctx.metrics.observe_get_stages(first_byte, total)
 
     # -- DELETE -----------------------------------------------------------------------
 

@@ -72,7 +72,7 @@ class SystemInfoHandler(ApiHandler):
                 "bytes_stored": counts.bytes_stored,
                 "multipart_uploads": len(engine.state.uploads()),
                 "uploads_in_flight": len(ctx.uploads_in_flight),
-                "media_jobs": {"queued": 0, "processing": 0},
+                "media_jobs": engine.state.media.job_counts(),
                 "journal": journal,
                 "disk": {"total_bytes": total, "free_bytes": free},
             },
@@ -101,6 +101,7 @@ class MetricsHandler(ApiHandler):
             self.authorize(Action.METRICS_READ)
         ctx = self.ctx
         ctx.metrics.set_multipart_sessions(len(ctx.engine.state.uploads()))
+        ctx.metrics.set_media_jobs(ctx.engine.state.media.job_counts())
         ctx.metrics.set_read_only(ctx.engine.read_only_reason is not None)
         body, content_type = ctx.metrics.render()
         self.set_header("Content-Type", content_type)

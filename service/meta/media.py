@@ -184,6 +184,13 @@ class Media:
         ]
         return sorted(found, key=lambda job: (job.created_at, job.job_id))
 
+    def job_counts(self) -> dict[str, int]:
+        """How many jobs are in each status (for system info and the job-queue gauge)."""
+        counts = dict.fromkeys(("queued", "processing", "completed", "failed"), 0)
+        for job in self._jobs.values():
+            counts[job.status] = counts.get(job.status, 0) + 1
+        return counts
+
     def share(self, share_id: str) -> VideoShare | None:
         return self._shares.get(share_id)
 

@@ -498,8 +498,8 @@ def make_clip(path: pathlib.Path, seconds: int = 2) -> None:
         stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
         for index in range(seconds * 10):
             frame = av.VideoFrame(64, 48, "yuv420p")
-            for plane in frame.planes:
-                shade = (index * 10) % 256 if plane is frame.planes[0] else 128
+            for number, plane in enumerate(frame.planes):
+                shade = (index * 10) % 256 if number == 0 else 128  # luma grows lighter
                 plane.update(bytes([shade]) * plane.buffer_size)
             for packet in stream.encode(frame):
                 container.mux(packet)

@@ -30,6 +30,15 @@ def test_health_is_public(server: ServerProcess) -> None:
     assert response.headers["X-Request-Id"]
 
 
+def test_health_is_degraded_with_a_reason_when_the_disk_is_nearly_full(
+    server_factory: Callable[..., ServerProcess],
+) -> None:
+    # Every disk has less than 100% free: the threshold makes "nearly full" true here.
+    proc = server_factory(SERVICE_HEALTH_MIN_FREE_FRACTION="1.0")
+    body = httpx.get(proc.url + "/health").json()
+    assert body["status"] == "degraded" and body["reasons"] == ["disk nearly full"]
+
+
 def test_system_info_fields(api: httpx.Client, bucket_name: str) -> None:
     api.post("/buckets", json={"name": bucket_name})
     api.put(f"/buckets/{bucket_name}/objects/x", content=b"12345")
@@ -90,6 +99,9 @@ def test_metrics_move_after_put_and_get(api: httpx.Client, bucket_name: str) -> 
     assert after[put_key] >= before.get(put_key, 0) + 1
     stage_key = ("service_put_stage_seconds_count", (("stage", "total"),))
     assert after[stage_key] >= before.get(stage_key, 0) + 1
+    for stage in ("first_byte", "total"):
+        get_key = ("service_get_stage_seconds_count", (("stage", stage),))
+        assert after[get_key] >= before.get(get_key, 0) + 1
     assert after[("service_journal_appends_total", ())] > before.get(
         ("service_journal_appends_total", ()), 0
     )

@@ -23,6 +23,7 @@ import av
 import httpx
 import pytest
 from PIL import Image
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.http.test_buckets import assert_error
 from tests.http.test_identity import Account, create_account
@@ -353,6 +354,28 @@ def test_playback_serves_ranges_and_head_like_object_get(api: httpx.Client, buck
     assert head.headers["Content-Length"] == str(len(fetch(base + "master.m3u8").content))
     not_modified = fetch(base + "master.m3u8", headers={"If-None-Match": head.headers["ETag"]})
     assert not_modified.status_code == 304
+
+
+def job_gauges(api: httpx.Client) -> tuple[dict[str, int], dict[str, float]]:
+    """Jobs per status as system info and as the ``service_media_jobs`` gauge say."""
+    info = api.get("/system/info").json()["media_jobs"]
+    gauge = {
+        sample.labels["status"]: sample.value
+        for family in text_string_to_metric_families(api.get("/metrics").text)
+        if family.name == "service_media_jobs"
+        for sample in family.samples
+    }
+    return info, gauge
+
+
+def test_system_info_and_metrics_count_jobs_by_status(api: httpx.Client, bucket: str) -> None:
+    info_before, gauge_before = job_gauges(api)
+    job = run_job(api, bucket, formats=["hls"])
+    assert job["status"] == "completed"
+    info, gauge = job_gauges(api)
+    assert info["completed"] == info_before["completed"] + 1
+    assert gauge["completed"] == gauge_before["completed"] + 1
+    assert info["queued"] == gauge["queued"] and info["processing"] == gauge["processing"]
 
 
 def test_an_undecodable_source_fails_the_job_with_a_reason(api: httpx.Client, bucket: str) -> None:
