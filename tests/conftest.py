@@ -1,4 +1,11 @@
-"""Shared fixtures: real server processes on free loopback ports."""
+"""Shared fixtures (real server processes on free loopback ports) and the crash report.
+
+The crash suite's tests attach counts with ``record_property`` (``crash_states``,
+``acknowledged_checked``, ``acknowledged_lost``, ``kill_cycles``); the terminal-summary hook
+below adds them up across every test and xdist worker and prints one line at the end of the
+run. It lives here, not in ``tests/crash/``, because under xdist only the root conftest is
+loaded by the process that prints the summary.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,24 @@ import pytest
 from tests.serverproc import ServerProcess
 
 _names = itertools.count()
+
+COUNTED = ("crash_states", "kill_cycles", "acknowledged_checked", "acknowledged_lost")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    totals = dict.fromkeys(COUNTED, 0)
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                if name in totals:
+                    totals[name] += int(value)
+    if any(totals.values()):
+        terminalreporter.write_line(
+            "crash suite: "
+            + ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in totals.items())
+        )
 
 
 @pytest.fixture(scope="session")
