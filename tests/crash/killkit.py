@@ -346,7 +346,7 @@ class Worker:
         with self.kit.lock:
             firm = set(self.kit.ledger.key(bucket, key).firm)
         if len(firm) > 1:
-            return True  # an unanswered close-out by the checker: left for the next check
+            return False  # the checker's close-out got no answer (a problem already)
         if firm != {state}:
             self.kit.problem(f"test bug: {bucket}/{key} view {short(state)} vs ledger {firm}")
             return False
@@ -471,8 +471,17 @@ class Worker:
 class KillKit:
     """The server, the ledger and the cycles; see the module docstring."""
 
-    def __init__(self, root: Path, seed: int, *, log: Callable[[str], None] = print) -> None:
+    def __init__(
+        self,
+        root: Path,
+        seed: int,
+        *,
+        kill_delay: tuple[float, float] = KILL_DELAY,
+        log: Callable[[str], None] = print,
+    ) -> None:
+        """``kill_delay``: bounds in seconds of the random wait before an unarmed kill."""
         self.proc = ServerProcess(root / "data", env_overrides=SERVER_ENV)
+        self.kill_delay = kill_delay
         self.seed = seed
         self.rng = random.Random(seed)
         self.log = log
@@ -632,7 +641,7 @@ class KillKit:
         threads = [threading.Thread(target=w.run, name=f"kill-worker-{w.index}") for w in workers]
         for thread in threads:
             thread.start()
-        wait = ARM_DEADLINE if cycle.arm else self.rng.uniform(*KILL_DELAY)
+        wait = ARM_DEADLINE if cycle.arm else self.rng.uniform(*self.kill_delay)
         deadline = time.monotonic() + wait
         code = process.poll()
         while code is None and time.monotonic() < deadline:
@@ -710,7 +719,7 @@ class KillKit:
             self.tally.lost += lost
             self.unchecked = []
             if disk:
-                self.check_disk(observed, uploads, client)
+                self.check_disk(observed, uploads)
             self.views = {bk: list(entries) for bk, entries in observed.items()}
             for bk in ledger.keys:
                 self.views.setdefault(bk, [])
@@ -884,9 +893,9 @@ class KillKit:
         self,
         observed: dict[tuple[str, str], list[Entry]],
         uploads: dict[str, UploadState],
-        client: httpx.Client,
     ) -> None:
-        """Payload files == the stored versions and parts; no staging file; no quarantine."""
+        """Payload files == the stored versions and parts the server lists (same count, same
+        digests, each in its id's fan-out directory); no staging file; no quarantine."""
         expected = Counter(
             item for entries in observed.values() for item, _ in entries if item != MARKER
         )

@@ -35,6 +35,8 @@ from tests.crash.points import all_crash_points
 FAST_RANDOM_KILLS = 8
 FAST_RETRIES = 2
 SOAK_CYCLES = int(os.environ.get("SOAK_CYCLES", "1000"))
+SOAK_KILL_DELAY = (0.03, 1.0)
+"""Longer runs between kills than the fast test's: more state, rolls and snapshots."""
 
 
 def seed() -> int:
@@ -88,7 +90,7 @@ def test_soak_kill_and_restart(
 ) -> None:
     """``SOAK_CYCLES`` cycles: first one covering every point, then random ones."""
     started = time.monotonic()
-    kit = KillKit(tmp_path, seed())
+    kit = KillKit(tmp_path, seed(), kill_delay=SOAK_KILL_DELAY)
     kit.setup()
     cycles = coverage_plan(kit.rng, random_kills=FAST_RANDOM_KILLS)[:SOAK_CYCLES]
     cycles += [soak_cycle(kit.rng) for _ in range(SOAK_CYCLES - len(cycles))]
