@@ -49,7 +49,8 @@ JOIN_BUFFER_BYTES = 8 * 1024 * 1024
 """Window of a multipart join: big enough that syscalls are noise, small enough to ignore."""
 JOIN_WINDOWS = 2
 """Windows a join circulates: one being hashed on a helper thread while the next is read
-and written (``StagingFile.append_pipelined``), so memory is two windows per join."""
+and its span copied by the kernel (``StagingFile.append_pipelined``), so memory is two
+windows per join."""
 VERIFY_BUFFER_BYTES = 1024 * 1024
 GC_BATCH = 256
 """Files unlinked between two directory fsyncs (and two ``gc.batch`` crash points)."""
@@ -153,7 +154,11 @@ class PayloadStore:
                         crashpoints.hit("multipart.mid_join")
                     source = self._fs.open_read(path)
                     try:
-                        staging.append_pipelined(source, pipeline)
+                        copier = self._fs.open_read(path)
+                        try:
+                            staging.append_pipelined(source, copier, pipeline)
+                        finally:
+                            copier.close()
                     finally:
                         source.close()
             finally:

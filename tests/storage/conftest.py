@@ -14,39 +14,39 @@ from collections.abc import Iterator
 import pytest
 
 from journal import crashpoints
-from journal.fs import RealFileSystem, WritableFile
+from journal.fs import ReadableFile, RealFileSystem, WritableFile
 
 
 class _WatchedFile:
     """A real writable file whose writes and fsyncs pass through the owning file system."""
 
     def __init__(self, inner: WritableFile, owner: RecordingFileSystem | FailingFileSystem):
-        self._inner = inner
+        self.inner = inner
         self._owner = owner
 
     @property
     def path(self) -> str:
-        return self._inner.path
+        return self.inner.path
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         self._owner.before_write(self, len(data))
-        return self._inner.write(data)
+        return self.inner.write(data)
 
     def fsync(self) -> None:
         self._owner.before_fsync(self)
-        self._inner.fsync()
+        self.inner.fsync()
 
     def truncate(self, size: int) -> None:
-        self._inner.truncate(size)
+        self.inner.truncate(size)
 
     def tell(self) -> int:
-        return self._inner.tell()
+        return self.inner.tell()
 
     def fileno(self) -> int:
-        return self._inner.fileno()  # type: ignore[attr-defined, no-any-return]
+        return self.inner.fileno()  # type: ignore[attr-defined, no-any-return]
 
     def close(self) -> None:
-        self._inner.close()
+        self.inner.close()
 
 
 class RecordingFileSystem(RealFileSystem):
@@ -78,6 +78,12 @@ class RecordingFileSystem(RealFileSystem):
         with self._lock:
             self.write_sizes.append(size)
             self.threads.add(threading.get_ident())
+
+    def copy_range(self, source: ReadableFile, target: WritableFile, count: int) -> int:
+        """A kernel-side copy appends bytes like a write: watched the same way."""
+        assert isinstance(target, _WatchedFile)
+        self.before_write(target, count)
+        return super().copy_range(source, target.inner, count)
 
     def before_fsync(self, file: _WatchedFile) -> None:
         self.record("fsync", file.path)
@@ -126,6 +132,12 @@ class FailingFileSystem(RealFileSystem):
             if self.write_budget is not None and self._written + size > self.write_budget:
                 raise OSError(self.write_errno, "simulated", file.path)
             self._written += size
+
+    def copy_range(self, source: ReadableFile, target: WritableFile, count: int) -> int:
+        """A kernel-side copy appends bytes like a write: it spends the same budget."""
+        assert isinstance(target, _WatchedFile)
+        self.before_write(target, count)
+        return super().copy_range(source, target.inner, count)
 
     def before_fsync(self, file: _WatchedFile) -> None:
         if self.fsync_errno is not None:
