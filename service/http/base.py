@@ -82,6 +82,15 @@ class ApiHandler(tornado.web.RequestHandler):
         """The caller's principal (overridden where presigned or share URLs are accepted)."""
         return authenticate(self.ctx.engine.state, self.ctx.server_secret, self.request)
 
+    def decode_argument(self, value: bytes, name: str | None = None) -> str:
+        """Arguments arrive percent-decoded; one that is not UTF-8 is InvalidKey for an
+        object key and InvalidArgument otherwise (Tornado's own answer is a bare 400)."""
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            code = "InvalidKey" if name == "key" else "InvalidArgument"
+            raise ApiError(code, f"{name or 'argument'} must be percent-encoded UTF-8") from None
+
     def set_max_body_size(self, limit: int) -> None:
         """Cap this request's body (Tornado's server-wide cap suits JSON bodies only)."""
         connection = self.request.connection

@@ -85,14 +85,6 @@ class ImageHandler(ImageHandlerBase):
     route_name = "/api/v1/buckets/{bucket}/images/{key}"
     SUPPORTED_METHODS = ("GET",)
 
-    def decode_argument(self, value: bytes, name: str | None = None) -> str:
-        """Path segments arrive percent-decoded; a key that is not UTF-8 is InvalidKey."""
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            code = "InvalidKey" if name == "key" else "InvalidArgument"
-            raise ApiError(code, f"{name or 'argument'} must be percent-encoded UTF-8") from None
-
     def query(self) -> dict[str, str]:
         """The query's parameters, the last value of each."""
         arguments: dict[str, str] = {}

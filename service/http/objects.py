@@ -105,14 +105,6 @@ class ObjectHandler(StreamingBodyHandler):
             )
         return super().authenticate()
 
-    def decode_argument(self, value: bytes, name: str | None = None) -> str:
-        """Path segments arrive percent-decoded; a key that is not UTF-8 is InvalidKey."""
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            code = "InvalidKey" if name == "key" else "InvalidArgument"
-            raise ApiError(code, f"{name or 'argument'} must be percent-encoded UTF-8") from None
-
     # -- PUT --------------------------------------------------------------------------
 
     async def prepare_put(self) -> None:
