@@ -217,24 +217,27 @@ class StagingUpload:
         """Write chunks as they are, gathering only small ones into one write.
 
         Chunks of a useful size go to the file without being copied again; tiny ones (a
-        chunked-encoding client's) are joined so as not to pay a syscall each.
+        chunked-encoding client's) are joined so as not to pay a syscall each. The staging
+        file hashes a large batch while it writes it (``StagingFile.write_batch``).
         """
+        units: list[bytes] = []
         gathered: list[bytes] = []
         gathered_bytes = 0
         for chunk in batch:
             if len(chunk) >= MIN_WRITE_BYTES:
                 if gathered:
-                    self._staging.write(b"".join(gathered))
+                    units.append(b"".join(gathered))
                     gathered, gathered_bytes = [], 0
-                self._staging.write(chunk)
+                units.append(chunk)
                 continue
             gathered.append(chunk)
             gathered_bytes += len(chunk)
             if gathered_bytes >= MIN_WRITE_BYTES:
-                self._staging.write(b"".join(gathered))
+                units.append(b"".join(gathered))
                 gathered, gathered_bytes = [], 0
         if gathered:
-            self._staging.write(b"".join(gathered))
+            units.append(b"".join(gathered))
+        self._staging.write_batch(units)
 
     def _fail(self, exc: BaseException) -> None:
         with self._lock:

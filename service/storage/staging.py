@@ -94,6 +94,63 @@ class HashPipeline:
                 self._free.put(window)
 
 
+OVERLAP_MIN_BYTES = 512 * 1024
+"""Batches at least this large are hashed on a helper thread while they are written; below
+it the hop to another thread costs more than the overlap saves."""
+
+
+class BatchHasher:
+    """Folds batches into a digest on a helper thread, in order, while the caller writes them.
+
+    A streamed PUT is bound by SHA-256 and the write together when one thread does both
+    (each about as fast as the disk); ``hashlib`` and ``write`` both release the GIL, so
+    hashing a batch while it is written takes the shorter of the two off the critical path.
+    ``start`` hands a batch over; ``wait`` returns once it is folded in (or raises what
+    hashing raised), so the caller never has two batches in flight and the digest sees them
+    in order. ``close`` stops the thread; idempotent.
+    """
+
+    def __init__(self, digest: hashlib._Hash) -> None:
+        self._digest = digest
+        self._jobs: queue.SimpleQueue[Sequence[bytes | bytearray | memoryview] | None] = (
+            queue.SimpleQueue()
+        )
+        self._done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+        self._busy = False
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="put-hash", daemon=True)
+        self._thread.start()
+
+    def start(self, units: Sequence[bytes | bytearray | memoryview]) -> None:
+        self._busy = True
+        self._jobs.put(units)
+
+    def wait(self) -> None:
+        if not self._busy:
+            return
+        self._busy = False
+        error = self._done.get()
+        if error is not None:
+            raise error
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._jobs.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        while (units := self._jobs.get()) is not None:
+            try:
+                for unit in units:
+                    self._digest.update(unit)
+            except BaseException as exc:  # pragma: no cover - hashlib does not fail
+                self._done.put(exc)
+            else:
+                self._done.put(None)
+
+
 class StagingFile:
     """A staging file open for writing; see the module docstring for the failure rule."""
 
@@ -103,6 +160,7 @@ class StagingFile:
         "_file",
         "_fs",
         "_hash",
+        "_hasher",
         "_path",
         "_size",
         "_strict",
@@ -122,6 +180,7 @@ class StagingFile:
         self._strict = strict
         self._crash_points = crash_points
         self._hash = hashlib.sha256()
+        self._hasher: BatchHasher | None = None
         self._size = 0
         self._discarded = False
 
@@ -139,6 +198,32 @@ class StagingFile:
         self._append(chunk)
         if self._crash_points:
             crashpoints.hit("put.chunk_written")
+
+    def write_batch(self, units: Sequence[bytes | bytearray | memoryview]) -> None:
+        """Append ``units`` in order, as ``write`` would one by one; a batch of at least
+        ``OVERLAP_MIN_BYTES`` is hashed on a helper thread while it is written."""
+        if sum(len(unit) for unit in units) < OVERLAP_MIN_BYTES:
+            for unit in units:
+                self.write(unit)
+            return
+        if self._hasher is None:
+            self._hasher = BatchHasher(self._hash)
+        hasher = self._hasher
+        hasher.start(units)
+        try:
+            file = self._open_file()
+            for unit in units:
+                try:
+                    file.write(unit)
+                except OSError:
+                    hasher.wait()
+                    self.discard()
+                    raise
+                self._size += len(unit)
+                if self._crash_points:
+                    crashpoints.hit("put.chunk_written")
+        finally:
+            hasher.wait()
 
     def hash_pipeline(self, windows: Sequence[memoryview]) -> HashPipeline:
         """A helper that hashes this file's windows for ``append_pipelined`` (see there)."""
@@ -178,6 +263,7 @@ class StagingFile:
     def finish(self) -> StagedPayload:
         """Seal the file (fsync in strict mode) and describe it; no more writes after this."""
         file = self._open_file()
+        self._stop_hasher()
         if self._crash_points:
             crashpoints.hit("put.body_complete")
         try:
@@ -202,6 +288,7 @@ class StagingFile:
         if self._discarded:
             return
         self._discarded = True
+        self._stop_hasher()
         file, self._file = self._file, None
         if file is not None:
             try:
@@ -237,6 +324,11 @@ class StagingFile:
             self.discard()
             raise
         self._size += count
+
+    def _stop_hasher(self) -> None:
+        hasher, self._hasher = self._hasher, None
+        if hasher is not None:
+            hasher.close()
 
     def _open_file(self) -> WritableFile:
         if self._file is None:

@@ -295,3 +295,23 @@ def test_discard_staged_refuses_a_path_outside_the_staging_dir(tmp_path: str) ->
     with pytest.raises(ValueError):
         store.discard_staged(outside)
     assert read_payload(store, payload_id) == b"promoted"
+
+
+@pytest.mark.parametrize("unit_bytes", [1, 64 * 1024, 256 * 1024, 1024 * 1024])
+def test_a_batch_hashed_while_written_stores_what_one_by_one_writes_would(
+    tmp_path: str, unit_bytes: int
+) -> None:
+    """Batches under the overlap threshold are written one by one, larger ones are hashed on
+    a helper thread: the file and its SHA-256 must not tell the two apart."""
+    store = PayloadStore(str(tmp_path), fs=RealFileSystem(), durability="balanced")
+    units = [os.urandom(unit_bytes) for _ in range(3)]
+    staging = store.create_staging()
+    staging.write_batch(units)
+    staging.write(b"tail")
+    staging.write_batch(units[:1])
+    staged = staging.finish()
+    whole = b"".join(units) + b"tail" + units[0]
+    assert staged.size == len(whole)
+    assert staged.sha256 == hashlib.sha256(whole).hexdigest()
+    with open(staged.path, "rb") as file:
+        assert file.read() == whole

@@ -52,3 +52,15 @@ def test_enospc_during_a_join_keeps_the_parts_and_no_partial_output(
     assert raised.value.errno == errno.ENOSPC
     assert os.listdir(store.layout.staging_dir) == []
     assert sorted(store.list_payload_ids()) == sorted(ids)
+
+
+def test_enospc_in_a_batch_hashed_while_written_discards_the_staging_file(
+    tmp_path: str, failing_fs
+) -> None:
+    store = PayloadStore(str(tmp_path), fs=failing_fs, durability="strict")
+    staging = store.create_staging()
+    failing_fs.write_budget = 300 * 1024  # the second 256 KiB unit crosses it
+    with pytest.raises(OSError) as raised:
+        staging.write_batch([b"a" * 256 * 1024] * 4)
+    assert raised.value.errno == errno.ENOSPC
+    assert os.listdir(store.layout.staging_dir) == []
