@@ -62,8 +62,14 @@ from service.storage.layout import (
     UNSYNCED_MARKER,
     is_valid_payload_id,
 )
+from tests.crash.killplan import (
+    STARTUP_ENV,
+    UNREACHABLE,
+    Cycle,
+    cycle_for,
+    reachable_points,
+)
 from tests.crash.model import MARKER, Fate, KeyState, Ledger, UploadState, sha256, visible
-from tests.crash.points import all_crash_points
 from tests.serverproc import ServerProcess
 
 PLAIN = "kill-plain"
@@ -86,48 +92,6 @@ SERVER_ENV = {
     "SERVICE_STAGING_TTL": str(STAGING_TTL),
     "SERVICE_LOG_LEVEL": "warning",
 }
-
-STARTUP_POINTS: dict[str, str | None] = {
-    "engine.after_replay": None,
-    "journal.replay.truncate": "journal.append.mid_write",
-    "gc.batch": "put.after_rename",
-    "staging.sweep": "put.chunk_written",
-}
-"""Points passed while a server starts, each with the runtime point whose kill leaves what
-the start then repairs: a torn batch at the log's tail, a promoted payload no record names,
-a half-written staging file. Armed at the start after that kill."""
-STARTUP_ENV: dict[str, dict[str, str]] = {"staging.sweep": {"SERVICE_STAGING_TTL": "0"}}
-"""The staging file the kill left is seconds old; a zero TTL makes the sweep take it."""
-
-UNREACHABLE: dict[str, str] = {
-    "storage.quarantined": (
-        "quarantine moves a payload whose bytes fail verification after an unclean balanced "
-        "run; only a power loss can tear a payload, and a SIGKILL keeps the page cache. Armed "
-        "at the start after a killed balanced run (the start verifies every recent payload), "
-        "it must not fire and nothing may be quarantined."
-    ),
-}
-"""Points a real process cannot reach by a kill, and why; armed anyway, never hit."""
-
-FREQUENT: frozenset[str] = frozenset(
-    {
-        "put.staging_created",
-        "put.chunk_written",
-        "put.body_complete",
-        "put.after_data_fsync",
-        "put.after_rename",
-        "put.after_dir_fsync",
-        "put.before_response",
-        "journal.append.mid_write",
-        "journal.append.after_write",
-        "journal.append.after_fsync",
-        "engine.after_apply",
-    }
-)
-"""Points every PUT passes: armed at a random later hit so the kill lands mid-load."""
-
-STRICT_ONLY: frozenset[str] = frozenset({"journal.append.after_fsync"})
-"""Points a balanced server never passes (it does not fsync each batch)."""
 
 ARM_DEADLINE = 6.0
 """Seconds the workload runs before an armed point that did not fire counts as missed."""
@@ -223,24 +187,6 @@ def drop_entry(index: int, item: str) -> Callable[[KeyState], KeyState]:
 
 
 @dataclass(frozen=True)
-class Cycle:
-    """One kill: what the server is armed with, and what its next start is armed with."""
-
-    arm: str | None = None
-    """Runtime crash point (None: SIGKILL from the test after a random delay)."""
-    nth: int = 1
-    then: str | None = None
-    """Startup crash point armed at the start after the kill."""
-    durability: str = "strict"
-
-    def describe(self) -> str:
-        what = f"armed {self.arm}:{self.nth}" if self.arm else "random kill"
-        if self.then:
-            what += f", then start armed {self.then}"
-        return what if self.durability == "strict" else f"{what}, {self.durability}"
-
-
-@dataclass(frozen=True)
 class PendingComplete:
     """A complete that got no answer: its session and its key must agree after restart."""
 
@@ -267,51 +213,6 @@ class Tally:
     hits: Counter[str] = field(default_factory=Counter)
     missed: Counter[str] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
-
-
-def reachable_points() -> set[str]:
-    return all_crash_points() - UNREACHABLE.keys()
-
-
-def runtime_points() -> list[str]:
-    return sorted(reachable_points() - STARTUP_POINTS.keys())
-
-
-def cycle_for(point: str, rng: random.Random, *, chain: bool = True) -> Cycle:
-    """A cycle that arms ``point`` (a startup point after its prerequisite's kill)."""
-    if point in UNREACHABLE:
-        return Cycle(durability="balanced", then=point)
-    if point in STARTUP_POINTS:
-        before = STARTUP_POINTS[point]
-        nth = rng.randint(1, 4) if before in FREQUENT else 1
-        return Cycle(arm=before, nth=nth, then=point)
-    nth = rng.randint(1, 12) if point in FREQUENT else rng.randint(1, 2)
-    chained = {before: after for after, before in STARTUP_POINTS.items() if before}
-    return Cycle(arm=point, nth=nth, then=chained.get(point) if chain else None)
-
-
-def coverage_plan(rng: random.Random, *, random_kills: int) -> list[Cycle]:
-    """Every crash point armed once (startup points after the kill that prepares them),
-    plus ``random_kills`` kills at random moments, one balanced run among them; shuffled."""
-    cycles = [cycle_for(point, rng) for point in runtime_points()]
-    cycles.append(cycle_for("engine.after_replay", rng))
-    cycles += [cycle_for(point, rng) for point in UNREACHABLE]
-    cycles += [Cycle() for _ in range(random_kills)]
-    rng.shuffle(cycles)
-    return cycles
-
-
-def soak_cycle(rng: random.Random) -> Cycle:
-    """A random cycle: mostly random kills, else any point (rarely balanced durability)."""
-    roll = rng.random()
-    if roll < 0.45:
-        then = "engine.after_replay" if rng.random() < 0.1 else None
-        return Cycle(then=then, durability="balanced" if rng.random() < 0.1 else "strict")
-    point = rng.choice(sorted(all_crash_points()))
-    cycle = cycle_for(point, rng, chain=rng.random() < 0.5)
-    if rng.random() < 0.1 and cycle.durability == "strict" and point not in STRICT_ONLY:
-        cycle = Cycle(cycle.arm, cycle.nth, cycle.then, "balanced")
-    return cycle
 
 
 class Worker:

@@ -23,13 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.crash.killkit import (
-    UNREACHABLE,
-    KillKit,
-    coverage_plan,
-    reachable_points,
-    soak_cycle,
-)
+from tests.crash.killkit import KillKit
+from tests.crash.killplan import UNREACHABLE, coverage_plan, reachable_points, soak_cycle
 from tests.crash.points import all_crash_points
 
 FAST_RANDOM_KILLS = 8
