@@ -3,8 +3,10 @@
 The body arrives through Tornado's ``data_received`` in chunks of at most 256 KiB and goes
 straight into a ``StagingUpload`` (hashing and writing on the executor, a bounded number of
 chunks in flight), so memory per upload never depends on the body's size. A body that
-crosses its quota or size limit is refused as soon as it does, its staging file discarded;
-a client that disconnects or stalls leaves nothing behind.
+crosses its quota or size limit is refused as soon as it does: its staging file is discarded
+at once, and the error is sent once the rest of the body (up to 1 MiB more) was read and
+dropped, because closing a connection with unread bytes resets it and the client would lose
+the answer. A client that disconnects or stalls leaves nothing behind.
 
 Thread-safety: event-loop thread only.
 """
@@ -39,6 +41,8 @@ class StreamingBodyHandler(ApiHandler):
     room: int | None = None
     """Bytes the body may hold before it crosses the bucket's quota (None: no quota)."""
     failure: ApiError | None = None
+    drained = 0
+    """Bytes of a refused body read and dropped so far."""
     body_started = 0.0
 
     async def prepare(self) -> None:
@@ -86,8 +90,11 @@ class StreamingBodyHandler(ApiHandler):
             raise storage_failure(exc) from None
 
     async def data_received(self, chunk: bytes) -> None:
+        if self.failure is not None:
+            self.drain(len(chunk))
+            return
         upload = self.upload
-        if upload is None or self.failure is not None:
+        if upload is None:
             return
         self.received += len(chunk)
         self.bytes_in = self.received
@@ -104,13 +111,22 @@ class StreamingBodyHandler(ApiHandler):
             await self.fail_upload(storage_failure(exc))
 
     async def fail_upload(self, error: ApiError) -> None:
-        """Stop an upload mid-body: discard the staging file and answer now."""
+        """Stop an upload mid-body: discard the staging file now, and answer once the rest
+        of the body is read and dropped (``drain``), like a refusal made in ``prepare``."""
         self.failure = error
         await self.discard_upload()
-        # The rest of the body will not be read: say so, or a client that keeps the
-        # connection for its next request finds it reset.
-        error.headers.setdefault("Connection", "close")
-        self.send_api_error(error)
+
+    def drain(self, count: int) -> None:
+        """Drop ``count`` bytes of a refused body. Past ``DRAIN_LIMIT_BYTES`` stop waiting:
+        answer now and close, since the client may be sending gigabytes."""
+        self.drained += count
+        failure = self.failure
+        if failure is None or self._finished or self.drained <= DRAIN_LIMIT_BYTES:
+            return
+        # The rest of the body will not be read: say so, so that a client keeping the
+        # connection for its next request does not find it reset.
+        failure.headers.setdefault("Connection", "close")
+        self.send_api_error(failure)
 
     async def discard_upload(self) -> None:
         upload, self.upload = self.upload, None

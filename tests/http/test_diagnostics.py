@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 
 import httpx
@@ -132,6 +133,14 @@ def test_label_cardinality_is_fixed_after_many_keys(api: httpx.Client, bucket_na
 def test_access_log_has_one_line_per_request_without_secrets(server: ServerProcess) -> None:
     with server.client() as api:
         api.get("/buckets", headers={"X-Request-Id": "trace-me-123"})
+    # The line is written once the response is sent, so it may land just after we read it.
+    deadline = time.monotonic() + 5
+    while True:
+        lines = [line for line in server.logs().splitlines() if "request_id=trace-me-123" in line]
+        if lines or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    time.sleep(0.2)  # a second, duplicate line would have been written by now
     lines = [line for line in server.logs().splitlines() if "request_id=trace-me-123" in line]
     assert len(lines) == 1
     line = lines[0]
