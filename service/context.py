@@ -49,6 +49,8 @@ class AppContext:
         self.server_secret = server_secret
         self.login_throttle = LoginThrottle()
         self.started_at = time.time()
+        self.requests_in_flight: set[ApiHandler] = set()
+        """Requests begun and not yet finished (a graceful stop waits for them)."""
         self.uploads_in_flight: dict[ApiHandler, float] = {}
         """Handler -> monotonic time its body last delivered bytes (read by the watchdog)."""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -65,6 +67,15 @@ class AppContext:
         self.video_thumbnails = ThumbnailMaker(
             engine, max_pixels=config.image_max_pixels, concurrency=os.cpu_count() or 1
         )
+
+    async def wait_for_requests(self, timeout: float) -> bool:
+        """Wait until no request is in flight; False if ``timeout`` seconds pass first."""
+        deadline = time.monotonic() + timeout
+        while self.requests_in_flight:
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
 
     def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
         """Run ``coroutine`` in the background, keeping a reference until it ends."""

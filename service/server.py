@@ -9,6 +9,7 @@ write a final snapshot and close the journal.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -120,12 +121,14 @@ async def serve(config: Config) -> None:
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
     log.info("shutting down")
-    server.stop()
+    server.stop()  # no new connections
     watchdog.stop()
-    try:
-        await asyncio.wait_for(server.close_all_connections(), SHUTDOWN_GRACE_SECONDS)
-    except TimeoutError:
+    # Requests already begun run to their answer (an upload mid-body included); only then
+    # are the idle keep-alive connections closed, which would otherwise cut them off.
+    if not await ctx.wait_for_requests(SHUTDOWN_GRACE_SECONDS):
         log.warning("in-flight requests did not finish within %.0f s", SHUTDOWN_GRACE_SECONDS)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(server.close_all_connections(), 5.0)
     await ctx.video_jobs.stop()
     await engine.stop()
 

@@ -70,6 +70,7 @@ class ApiHandler(tornado.web.RequestHandler):
         self.bytes_out = 0
         self.holds_upload_slot = False
         self.set_header("X-Request-Id", self.request_id)
+        ctx.requests_in_flight.add(self)
 
     async def prepare(self) -> None:
         """Cap bodies of body-less methods, then authenticate every non-public request."""
@@ -221,7 +222,13 @@ class ApiHandler(tornado.web.RequestHandler):
     # -- accounting -------------------------------------------------------------------
 
     def on_finish(self) -> None:
+        self.ctx.requests_in_flight.discard(self)
         self.ctx.observe_request(self)
+
+    def on_connection_close(self) -> None:
+        """The client went away: nothing is left to finish for it."""
+        self.ctx.requests_in_flight.discard(self)
+        super().on_connection_close()
 
 
 class NotFoundHandler(ApiHandler):

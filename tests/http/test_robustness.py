@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -145,6 +146,28 @@ def test_graceful_shutdown_keeps_everything(server_factory: ServerFactory) -> No
     with proc.client() as api:
         for index in range(20):
             assert api.get(f"/buckets/graceful/objects/k{index}").content == f"v{index}".encode()
+
+
+def test_sigterm_lets_an_upload_in_flight_finish(server_factory: ServerFactory) -> None:
+    proc = server_factory()
+    body = os.urandom(64 * 1024)
+    with proc.client() as api:
+        api.post("/buckets", json={"name": "draining"})
+
+        def slow_body() -> Iterator[bytes]:
+            yield body[:1024]
+            assert proc.process is not None
+            proc.process.send_signal(signal.SIGTERM)  # the server stops mid-body
+            time.sleep(0.5)
+            yield body[1024:]
+
+        stored = api.put("/buckets/draining/objects/late", content=slow_body())
+        assert stored.status_code == 200, stored.text
+    assert proc.process is not None and proc.process.wait(30) == 0
+    proc.process = None
+    proc.start()
+    with proc.client() as api:
+        assert api.get("/buckets/draining/objects/late").content == body
 
 
 def test_crash_keeps_acknowledged_writes(server_factory: ServerFactory) -> None:
