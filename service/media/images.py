@@ -36,9 +36,11 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, cast
 
 from PIL import ExifTags, Image, ImageOps, features
+
+from service.media.seam_file import RandomAccessFile, SeamFileReader
 
 ImageFormat = Literal["jpeg", "png", "webp", "avif"]
 Fit = Literal["cover", "contain", "fill", "inside"]
@@ -366,60 +368,6 @@ def check_output(geometry: Geometry, image_format: ImageFormat, max_pixels: int)
 # -- the transform ------------------------------------------------------------------------
 
 
-class RandomAccessFile(Protocol):
-    """What ``render`` needs of a source file (``journal.fs.ReadableFile`` has it)."""
-
-    def read(self, size: int = -1) -> bytes: ...
-
-    def seek(self, offset: int) -> None: ...
-
-    def size(self) -> int: ...
-
-
-class PillowReader:
-    """A ``RandomAccessFile`` as the binary file object Pillow expects (``seek`` with
-    ``whence``, ``tell``). Remembers a failure of the underlying file, so a disk error is
-    not mistaken for an undecodable image."""
-
-    def __init__(self, source: RandomAccessFile) -> None:
-        self._source = source
-        self._position = 0
-        self.failure: OSError | None = None
-
-    def read(self, size: int | None = -1) -> bytes:
-        try:
-            data = self._source.read(-1 if size is None else size)
-        except OSError as exc:
-            self.failure = exc
-            raise
-        self._position += len(data)
-        return data
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        if whence == 1:
-            offset += self._position
-        elif whence == 2:
-            offset += self._source.size()
-        if offset < 0:
-            raise ValueError("negative seek position")
-        try:
-            self._source.seek(offset)
-        except OSError as exc:
-            self.failure = exc
-            raise
-        self._position = offset
-        return offset
-
-    def tell(self) -> int:
-        return self._position
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-
 @dataclass(frozen=True, slots=True)
 class RenderedImage:
     """A transform's output."""
@@ -443,7 +391,7 @@ def render(
     header before decoding), ``UndecodableImageError``, ``ImageParameterError`` (the output
     is over the format's limits), and ``OSError`` when the source file itself fails.
     """
-    reader = None if isinstance(source, bytes) else PillowReader(source)
+    reader = None if isinstance(source, bytes) else SeamFileReader(source)
     fp: Any = io.BytesIO(source) if isinstance(source, bytes) else reader
     with _decoding(reader):
         image = Image.open(fp, formats=DECODABLE)
@@ -457,7 +405,7 @@ def render(
 
 
 def _transform(
-    image: Image.Image, reader: PillowReader | None, params: ImageParams, max_pixels: int
+    image: Image.Image, reader: SeamFileReader | None, params: ImageParams, max_pixels: int
 ) -> RenderedImage:
     output_format = params.format or _SOURCE_DEFAULT.get(image.format or "", "png")
     with _decoding(reader):
@@ -482,7 +430,7 @@ def _transform(
 
 
 @contextlib.contextmanager
-def _decoding(reader: PillowReader | None) -> Iterator[None]:
+def _decoding(reader: SeamFileReader | None) -> Iterator[None]:
     """Turn whatever a decoder raises into ``UndecodableImageError``, except a failure of the
     source file itself, memory exhaustion, and Pillow's own pixel-bomb check."""
     try:

@@ -3,7 +3,7 @@
 ``render_thumbnail`` is the blocking part and runs on the engine's executor (a thumbnail
 decodes a handful of frames, not a whole video), at most ``concurrency`` at once so
 decoding never takes every executor thread from the payload I/O. The payload is read
-through the file-system seam (``PayloadReader`` gives PyAV the ``read``/``seek``/``tell`` it
+through the file-system seam (``SeamFileReader`` gives PyAV the ``read``/``seek``/``tell`` it
 wants over a seam file), so nothing here opens a path. ``ThumbnailMaker.make`` is the async
 glue: find the source, render, store the result as an object with the normal PUT path.
 
@@ -24,8 +24,7 @@ Thread-safety: ``render_thumbnail`` shares nothing (one call per thread);
 from __future__ import annotations
 
 import asyncio
-import os
-from typing import IO, Protocol, cast
+from typing import IO, cast
 
 import av
 from av.container import InputContainer
@@ -34,44 +33,12 @@ from av.video.stream import VideoStream
 from PIL import Image
 
 from service.engine import Engine
+from service.media.seam_file import RandomAccessFile, SeamFileReader
 from service.media.video_errors import UndecodableVideoError
 from service.media.video_package import describe, duration_seconds, first_video_stream
 from service.media.video_params import ThumbnailParams
 from service.meta import ObjectVersion
 from service.objects import PutIntent, require_key, resolve_version, store_server_made
-
-
-class RandomAccessFile(Protocol):
-    """What the thumbnail needs of a payload file (``journal.fs.ReadableFile`` has it)."""
-
-    def read(self, size: int = -1) -> bytes: ...
-
-    def seek(self, offset: int) -> None: ...
-
-    def size(self) -> int: ...
-
-
-class PayloadReader:
-    """A seam file as the file object PyAV reads from (read, seek with whence, tell)."""
-
-    def __init__(self, source: RandomAccessFile) -> None:
-        self._source = source
-        self._size = source.size()
-        self._position = 0
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._source.read(size)
-        self._position += len(data)
-        return data
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._position, os.SEEK_END: self._size}[whence]
-        self._position = max(0, min(self._size, base + offset))
-        self._source.seek(self._position)
-        return self._position
-
-    def tell(self) -> int:
-        return self._position
 
 
 class _Sink:
@@ -152,7 +119,7 @@ def render_thumbnail(source: RandomAccessFile, params: ThumbnailParams, max_pixe
     Raises UndecodableVideoError (415) or VideoTooLargeError (413).
     """
     try:
-        container = av.open(PayloadReader(source), "r", metadata_errors="ignore")
+        container = av.open(SeamFileReader(source), "r", metadata_errors="ignore")
     except av.FFmpegError as exc:
         raise UndecodableVideoError(
             f"the source is not a readable video: {describe(exc)}"
