@@ -7,6 +7,7 @@ percent-decoded rest of the path after ``/objects/``.
 
 from __future__ import annotations
 
+import tornado.routing
 import tornado.web
 
 from service.context import AppContext
@@ -34,21 +35,26 @@ from service.http.multipart import (
     MultipartPartHandler,
     MultipartSessionHandler,
 )
+from service.http.object_reads import ObjectReadRouter, resolve_object_read
 from service.http.objects import ObjectHandler
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
 from service.http.videos import (
+    PLAY_ROUTE,
     JobHandler,
     JobsHandler,
-    PlayHandler,
+    PlayOtherMethodsHandler,
     ShareHandler,
     SharesHandler,
     ThumbnailHandler,
+    resolve_playback_read,
 )
 
 BUCKET = r"(?P<bucket>[^/]+)"
 KEY = r"(?P<key>.*)"
 UPLOAD = r"(?P<upload_id>[^/]+)"
 API = "/api/v1"
+OBJECT = rf"{API}/buckets/{BUCKET}/objects/{KEY}"
+PLAY = rf"{API}/videos/play/(?P<token>[^/]+)/(?P<path>.*)"
 
 
 def handler_table() -> list[tuple[str, type[ApiHandler]]]:
@@ -58,7 +64,7 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets", BucketsHandler),
         (rf"{API}/buckets/{BUCKET}", BucketHandler),
         (rf"{API}/buckets/{BUCKET}/objects", ObjectListHandler),
-        (rf"{API}/buckets/{BUCKET}/objects/{KEY}", ObjectHandler),
+        (OBJECT, ObjectHandler),
         (rf"{API}/buckets/{BUCKET}/versions", VersionListHandler),
         (rf"{API}/buckets/{BUCKET}/images/{KEY}", ImageHandler),
         (rf"{API}/images/optimize", ImageOptimizeHandler),
@@ -81,7 +87,7 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/videos/jobs/(?P<job_id>[^/]+)", JobHandler),
         (rf"{API}/videos/shares", SharesHandler),
         (rf"{API}/videos/shares/(?P<share_id>[^/]+)", ShareHandler),
-        (rf"{API}/videos/play/(?P<token>[^/]+)/(?P<path>.*)", PlayHandler),
+        (PLAY, PlayOtherMethodsHandler),
     ]
 
 
@@ -90,11 +96,38 @@ def route_names() -> list[str]:
     return [handler.route_name for _, handler in handler_table()] + [NotFoundHandler.route_name]
 
 
+def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:
+    """GET and HEAD of objects and of shared video outputs, answered without a
+    ``RequestHandler`` (``service.http.object_reads``); other methods fall through to the
+    handler of the same pattern in ``handler_table``."""
+    return [
+        tornado.routing.Rule(
+            tornado.routing.PathMatches(OBJECT),
+            ObjectReadRouter(
+                ctx,
+                ObjectHandler.route_name,
+                resolve_object_read,
+                {"bucket": "InvalidArgument", "key": "InvalidKey"},
+            ),
+        ),
+        tornado.routing.Rule(
+            tornado.routing.PathMatches(PLAY),
+            ObjectReadRouter(
+                ctx,
+                PLAY_ROUTE,
+                resolve_playback_read,
+                {"token": "InvalidArgument", "path": "InvalidArgument"},
+            ),
+        ),
+    ]
+
+
 def make_app(ctx: AppContext) -> tornado.web.Application:
     """Build the application for ``ctx``."""
-    routes = [
+    routes: list[tornado.routing.Rule] = read_routes(ctx)
+    routes.extend(
         tornado.web.url(pattern, handler, {"ctx": ctx}) for pattern, handler in handler_table()
-    ]
+    )
     return tornado.web.Application(
         routes,
         default_handler_class=NotFoundHandler,

@@ -49,8 +49,9 @@ class AppContext:
         self.server_secret = server_secret
         self.login_throttle = LoginThrottle()
         self.started_at = time.time()
-        self.requests_in_flight: set[ApiHandler] = set()
-        """Requests begun and not yet finished (a graceful stop waits for them)."""
+        self.requests_in_flight: set[object] = set()
+        """Requests begun and not yet finished, handlers or object reads (a graceful stop
+        waits for them)."""
         self.uploads_in_flight: dict[ApiHandler, float] = {}
         """Handler -> monotonic time its body last delivered bytes (read by the watchdog)."""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -96,22 +97,30 @@ class AppContext:
             self.uploads_in_flight.pop(handler, None)
             handler.request.connection.close()  # type: ignore[union-attr]
 
-    def observe_request(self, handler: ApiHandler) -> None:
-        """Count and log one finished request."""
-        status = handler.get_status()
-        duration = time.perf_counter() - handler.started_at
-        method = handler.request.method or "-"
-        self.metrics.observe_request(
-            handler.route_name, method, status, duration, handler.bytes_in, handler.bytes_out
-        )
+    def observe_request(
+        self,
+        *,
+        request_id: str,
+        route: str,
+        method: str,
+        status: int,
+        started_at: float,
+        bytes_in: int,
+        bytes_out: int,
+        credential: str | None,
+        remote: str | None,
+    ) -> None:
+        """Count and log one finished request (``started_at`` from ``time.perf_counter``)."""
+        duration = time.perf_counter() - started_at
+        self.metrics.observe_request(route, method, status, duration, bytes_in, bytes_out)
         log_access(
-            request_id=handler.request_id,
+            request_id=request_id,
             method=method,
-            route=handler.route_name,
+            route=route,
             status=status,
-            bytes_in=handler.bytes_in,
-            bytes_out=handler.bytes_out,
+            bytes_in=bytes_in,
+            bytes_out=bytes_out,
             duration_s=duration,
-            credential=handler.credential_id,
-            remote=handler.request.remote_ip,
+            credential=credential,
+            remote=remote,
         )

@@ -258,20 +258,31 @@ def read_window(store: PayloadStore, payload_id: str, start: int, length: int) -
         payload.close()
 
 
+def cached_window(engine: Engine, payload_id: str, start: int, length: int) -> bytes | None:
+    """``length`` bytes of a payload from ``start`` when the small-payload cache holds it."""
+    body = engine.payload_cache.get(payload_id)
+    if body is None:
+        return None
+    if start == 0 and length >= len(body):
+        return body
+    return body[start : start + length]
+
+
 async def read_small_window(
     engine: Engine, payload_id: str, payload_size: int, start: int, length: int
 ) -> bytes:
     """``length`` bytes of a payload from ``start``, from the engine's small-payload cache
     when it holds the body; a cacheable body missing from it is read whole (on the
     executor) and kept. Event-loop thread only."""
+    cached = cached_window(engine, payload_id, start, length)
+    if cached is not None:
+        return cached
     cache = engine.payload_cache
-    body = cache.get(payload_id)
-    if body is None:
-        if not cache.accepts(payload_size):
-            return await engine.run_blocking(read_window, engine.store, payload_id, start, length)
-        body = await engine.run_blocking(read_window, engine.store, payload_id, 0, payload_size)
-        if len(body) == payload_size:
-            cache.put(payload_id, body)
+    if not cache.accepts(payload_size):
+        return await engine.run_blocking(read_window, engine.store, payload_id, start, length)
+    body = await engine.run_blocking(read_window, engine.store, payload_id, 0, payload_size)
+    if len(body) == payload_size:
+        cache.put(payload_id, body)
     if start == 0 and length >= len(body):
         return body
     return body[start : start + length]

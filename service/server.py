@@ -37,6 +37,8 @@ log = logging.getLogger("service")
 CHUNK_BYTES = 256 * 1024
 JSON_BODY_LIMIT = 1024 * 1024
 SHUTDOWN_GRACE_SECONDS = 30.0
+LOG_FLUSH_SECONDS = 0.1
+"""Log lines are written in batches at most this long after they were logged."""
 KEY_USAGE_FLUSH_SECONDS = 60.0
 SHARE_REAP_SECONDS = 600.0
 
@@ -137,6 +139,6 @@ def main(argv: list[str] | None = None) -> int:
     from service.config import load_config
 
     config = load_config(argv)
-    configure_logging(config.log_level, sys.stderr)
+    configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
     asyncio.run(serve(config))
     return 0

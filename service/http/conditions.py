@@ -6,6 +6,7 @@ answer, so they are unit-tested exhaustively.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -106,7 +107,7 @@ class Verdict(Enum):
 
 
 def evaluate_read_conditions(
-    headers: dict[str, str], etag: str, last_modified_seconds: int
+    headers: Mapping[str, str], etag: str, last_modified_seconds: int
 ) -> Verdict:
     """The RFC 9110 section 13.2.2 order for GET/HEAD preconditions.
 

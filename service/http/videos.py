@@ -8,8 +8,8 @@ here (``VideoHandler.write_error``): bad parameters 400 InvalidArgument, an unde
 Authorisation: every endpoint names its ``video:*`` action on the bucket of the video, job
 or share (owner or admin); a job listing without ``bucket`` keeps only the jobs whose bucket
 the caller may read. Playback is public: the share token in the path is the credential, and
-it reaches only the outputs of its job. Playback reuses the object GET path
-(``ObjectHandler.serve_version``): the same headers, conditions and ranges.
+it reaches only the outputs of its job. Playback is answered by the object read path
+(``service.http.object_reads``): the same headers, conditions and ranges.
 
 Thread-safety: event-loop thread only.
 """
@@ -17,14 +17,18 @@ Thread-safety: event-loop thread only.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from tornado.httputil import HTTPServerRequest
+
 from service.auth import Action, Principal, Resource, is_allowed, validate_expires_in
 from service.buckets import require_bucket
+from service.context import AppContext
 from service.errors import ApiError
-from service.http.base import ApiHandler
-from service.http.objects import ObjectHandler
+from service.http.base import ApiHandler, authorize_action
+from service.http.object_reads import ReadTarget
 from service.http.render import object_json
 from service.media.video_errors import (
     UndecodableVideoError,
@@ -45,7 +49,7 @@ from service.media.video_shares import (
     resolve_playback,
     revoke_share,
 )
-from service.meta import ObjectVersion, VideoJob, events
+from service.meta import VideoJob, events
 from service.timefmt import rfc3339_ms
 
 DEFAULT_SHARE_SECONDS = 3600
@@ -235,49 +239,39 @@ class ShareHandler(VideoHandler):
         self.finish()
 
 
-class PlayHandler(ObjectHandler):
+PLAY_ROUTE = "/api/v1/videos/play/{token}/{path}"
+
+
+def resolve_playback_read(
+    ctx: AppContext, request: HTTPServerRequest, path: Mapping[str, str]
+) -> ReadTarget:
     """``GET``/``HEAD /api/v1/videos/play/{token}/{path}``: one output of a shared job.
 
-    Public: the token is the credential. The object is served exactly as an object GET
-    serves it (ranges, conditions, headers), plus ``Access-Control-Allow-Origin: *`` so a
-    browser player on another origin can fetch playlists and segments.
+    Public: the token is the credential. The output is served exactly as an object GET
+    serves it (``ObjectRead``: ranges, conditions, headers), plus
+    ``Access-Control-Allow-Origin: *`` so a browser player on another origin can fetch
+    playlists and segments.
     """
+    engine = ctx.engine
+    share, _job, version = resolve_playback(
+        engine, ctx.server_secret, path["token"], path["path"], time.time()
+    )
+    creator = engine.state.get_user(share.created_by)
+    principal = Principal(
+        user_id=share.created_by,
+        username=creator.username if creator is not None else "",
+        role="user",
+        credential_id=share.share_id,
+        via="share",
+    )
+    authorize_action(engine.state, principal, Action.VIDEO_SHARE_PLAY)
+    return ReadTarget(version, share.share_id, (("Access-Control-Allow-Origin", "*"),))
 
-    route_name = "/api/v1/videos/play/{token}/{path}"
-    SUPPORTED_METHODS = ("GET", "HEAD")  # type: ignore[assignment]  # a subset of the base's
+
+class PlayOtherMethodsHandler(ApiHandler):
+    """Methods other than GET and HEAD on the playback route (those two are answered by
+    ``ObjectRead`` with ``resolve_playback_read``): 405 MethodNotAllowed."""
+
+    route_name = PLAY_ROUTE
+    SUPPORTED_METHODS = ("GET", "HEAD")
     public = True
-    version: ObjectVersion
-
-    async def prepare_request(self) -> None:
-        self.set_max_body_size(0)
-        token, path = self.path_kwargs["token"], self.path_kwargs["path"]
-        share, job, self.version = resolve_playback(
-            self.ctx.engine, self.ctx.server_secret, token, path, time.time()
-        )
-        self.bucket_name, self.key = job.bucket, self.version.key
-        creator = self.ctx.engine.state.get_user(share.created_by)
-        self.set_principal(
-            Principal(
-                user_id=share.created_by,
-                username=creator.username if creator is not None else "",
-                role="user",
-                credential_id=share.share_id,
-                via="share",
-            )
-        )
-        self.authorize(Action.VIDEO_SHARE_PLAY)
-
-    async def get(self, token: str, path: str) -> None:
-        await self.play(send_body=True)
-
-    async def head(self, token: str, path: str) -> None:
-        await self.play(send_body=False)
-
-    async def play(self, *, send_body: bool) -> None:
-        started = time.perf_counter()
-        self.raise_deferred_failure()
-        await self.serve_version(self.version, send_body=send_body, started=started)
-
-    def set_object_headers(self, version: ObjectVersion) -> None:
-        super().set_object_headers(version)
-        self.set_header("Access-Control-Allow-Origin", "*")

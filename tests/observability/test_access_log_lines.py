@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -210,3 +211,28 @@ def test_no_sk_secret_survives_in_any_field(
     line = stream.getvalue()
     assert "sk_" + secret not in line
     assert secret not in parse_logfmt(line.strip())[field] or secret in before + after
+
+
+def test_batched_lines_are_written_within_the_flush_interval(log_stream: io.StringIO) -> None:
+    configure_logging("info", log_stream, flush_interval=0.05)
+    access(request_id="held")
+    assert log_stream.getvalue() == ""  # held back, written with the next batch
+    deadline = time.monotonic() + 5
+    while "held" not in log_stream.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert parse_logfmt(log_stream.getvalue().strip())["request_id"] == "held"
+
+
+def test_a_warning_writes_the_held_lines_at_once_in_order(log_stream: io.StringIO) -> None:
+    configure_logging("info", log_stream, flush_interval=60)
+    access(request_id="first")
+    logging.getLogger("service.test").warning("then this")
+    lines = [parse_logfmt(line) for line in log_stream.getvalue().splitlines()]
+    assert [line.get("request_id", line["msg"]) for line in lines] == ["first", "then this"]
+
+
+def test_reconfiguring_writes_the_lines_the_old_handler_held(log_stream: io.StringIO) -> None:
+    configure_logging("info", log_stream, flush_interval=60)
+    access(request_id="held")
+    configure_logging("info", log_stream)
+    assert parse_logfmt(log_stream.getvalue().strip())["request_id"] == "held"

@@ -1,0 +1,316 @@
+"""Object GET and HEAD, answered below Tornado's ``RequestHandler``.
+
+Why: a small GET is nearly all per-request overhead, and a ``RequestHandler`` (built per
+request, with its header bookkeeping, flush and finish machinery) costs more than all of
+our own work on it. Reads are the hot path of an object store, so GET and HEAD of an
+object, and of a shared video output, are answered by ``ObjectRead``, a plain
+``HTTPMessageDelegate`` that writes the status line, headers and body straight to the
+HTTP/1.1 connection: small bodies from the payload cache or one executor read, large ones
+with ``sendfile``.
+
+It keeps every guarantee the handlers give: the contract's headers and error shape, an
+``X-Request-Id`` on every answer, no traceback in a response, metrics and the access line,
+and the graceful stop's count of requests in flight. The route is decided by
+``ObjectReadRouter``, a Tornado ``Router`` placed before the route's handler: it takes GET
+and HEAD and lets every other method fall through to that handler.
+
+Thread-safety: event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass
+from http.client import responses
+from typing import Any
+
+import tornado.routing
+from tornado.http1connection import HTTP1Connection
+from tornado.httputil import (
+    HTTPHeaders,
+    HTTPMessageDelegate,
+    HTTPServerRequest,
+    RequestStartLine,
+    ResponseStartLine,
+)
+from tornado.iostream import StreamClosedError
+
+from service.auth import Action, Principal
+from service.context import AppContext
+from service.errors import ApiError, error_body
+from service.http.authn import authenticate, is_presigned, presigned_principal
+from service.http.base import authorize_action, new_request_id, valid_request_id
+from service.http.read_plan import ReadPlan, plan_read
+from service.http.sendfile import send_file_body
+from service.meta import ObjectVersion
+from service.objects import cached_window, read_small_window, resolve_version
+from service.timefmt import http_date, now_ms
+
+log = logging.getLogger("service.http")
+
+READ_METHODS = ("GET", "HEAD")
+SMALL_BODY_BYTES = 256 * 1024
+"""Bodies up to this size are read in one piece (or come from the payload cache); larger
+ones go out with ``sendfile``."""
+_JSON_TYPE = "application/json; charset=utf-8"
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTarget:
+    """What a read resolved to: the version, who asked, and headers the route adds."""
+
+    version: ObjectVersion
+    credential_id: str | None
+    extra_headers: tuple[tuple[str, str], ...] = ()
+
+
+Resolve = Callable[[AppContext, HTTPServerRequest, Mapping[str, str]], ReadTarget]
+"""Authenticate, authorize and find the version for a request and its path arguments;
+raises ApiError to refuse."""
+
+
+def path_argument(path_kwargs: Mapping[str, bytes | None], name: str, code: str) -> str:
+    """A percent-decoded path argument as text; not UTF-8 is ``code`` (400)."""
+    raw = path_kwargs.get(name) or b""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiError(code, f"{name} must be percent-encoded UTF-8") from None
+
+
+def query_argument(request: HTTPServerRequest, name: str) -> str | None:
+    """The last value of query argument ``name`` (as Tornado's handlers take it)."""
+    values = request.query_arguments.get(name)
+    if not values:
+        return None
+    try:
+        return values[-1].decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiError("InvalidArgument", f"{name} must be percent-encoded UTF-8") from None
+
+
+def resolve_object_read(
+    ctx: AppContext, request: HTTPServerRequest, path: Mapping[str, str]
+) -> ReadTarget:
+    """``/buckets/{bucket}/objects/{key}``: credentials or a presigned URL, then the
+    version asked for (``?version_id=``) or the current one."""
+    bucket, key = path["bucket"], path["key"]
+    state = ctx.engine.state
+    principal: Principal
+    if is_presigned(request):
+        principal = presigned_principal(state, ctx.server_secret, request, bucket, key)
+    else:
+        principal = authenticate(state, ctx.server_secret, request)
+    authorize_action(state, principal, Action.OBJECT_READ, bucket=bucket)
+    version = resolve_version(ctx.engine, bucket, key, query_argument(request, "version_id"))
+    return ReadTarget(version, principal.credential_id)
+
+
+class ObjectReadRouter(tornado.routing.Router):
+    """GET and HEAD of one route go to an ``ObjectRead``; other methods fall through."""
+
+    def __init__(
+        self, ctx: AppContext, route_name: str, resolve: Resolve, argument_codes: dict[str, str]
+    ) -> None:
+        self.ctx = ctx
+        self.route_name = route_name
+        self.resolve = resolve
+        self.argument_codes = argument_codes
+        """Path argument name -> the error code when it is not UTF-8."""
+
+    def find_handler(self, request: HTTPServerRequest, **kwargs: Any) -> HTTPMessageDelegate | None:
+        if request.method not in READ_METHODS:
+            return None
+        return ObjectRead(self, request, kwargs.get("path_kwargs") or {})
+
+
+class ObjectRead(HTTPMessageDelegate):
+    """One GET or HEAD: resolve, plan, write the answer, then count and log it."""
+
+    def __init__(
+        self,
+        router: ObjectReadRouter,
+        request: HTTPServerRequest,
+        path_kwargs: Mapping[str, bytes | None],
+    ) -> None:
+        self.router = router
+        self.ctx = router.ctx
+        self.request = request
+        self.path_kwargs = path_kwargs
+        connection = request.connection
+        if not isinstance(connection, HTTP1Connection):
+            raise TypeError("object reads need an HTTP/1.1 connection")
+        self.connection = connection
+        self.started_at = time.perf_counter()
+        incoming = request.headers.get("X-Request-Id")
+        self.request_id = (
+            incoming if incoming is not None and valid_request_id(incoming) else new_request_id()
+        )
+        self.status = 0
+        self.bytes_out = 0
+        self.credential_id: str | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    def headers_received(
+        self, start_line: RequestStartLine | ResponseStartLine, headers: HTTPHeaders
+    ) -> None:
+        self.connection.set_max_body_size(0)  # a GET or HEAD carries no body
+
+    def finish(self) -> None:
+        """The request is complete: answer it now when nothing needs awaiting (a cached
+        body, HEAD, 304, an error), else in a task (a disk read or ``sendfile``)."""
+        self.ctx.requests_in_flight.add(self)
+        try:
+            rest = self.answer()
+        except Exception as error:
+            self.fail(error)
+            self.done()
+            return
+        if rest is None:
+            self.done()
+        else:
+            self.task = asyncio.ensure_future(self.answer_later(rest))
+
+    def on_connection_close(self) -> None:
+        """Nothing to release: a closed stream ends the answer at its next write."""
+
+    async def answer_later(self, rest: Coroutine[Any, Any, None]) -> None:
+        try:
+            await rest
+        except Exception as error:
+            self.fail(error)
+        finally:
+            self.done()
+
+    def fail(self, error: Exception) -> None:
+        """Answer a refusal in the contract's shape; log anything unexpected."""
+        if isinstance(error, ApiError):
+            self.send_error(error)
+        elif isinstance(error, StreamClosedError):
+            return
+        else:
+            log.error("request %s failed", self.request_id, exc_info=error)
+            if self.status == 0:
+                self.send_error(ApiError("InternalError", "internal error"))
+            else:
+                self.connection.stream.close()
+
+    def done(self) -> None:
+        self.ctx.requests_in_flight.discard(self)
+        self.ctx.observe_request(
+            request_id=self.request_id,
+            route=self.router.route_name,
+            method=self.request.method or "-",
+            status=self.status,
+            started_at=self.started_at,
+            bytes_in=0,
+            bytes_out=self.bytes_out,
+            credential=self.credential_id,
+            remote=self.request.remote_ip,
+        )
+
+    def answer(self) -> Coroutine[Any, Any, None] | None:
+        """Answer at once, or return what is left to await (reading or sending the body)."""
+        path = {
+            name: path_argument(self.path_kwargs, name, code)
+            for name, code in self.router.argument_codes.items()
+        }
+        target = self.router.resolve(self.ctx, self.request, path)
+        self.credential_id = target.credential_id
+        version = target.version
+        # A plain dict: looking up an absent name in HTTPHeaders costs a KeyError.
+        request_headers = dict(self.request.headers.get_all())
+        plan = plan_read(version, request_headers, head=self.request.method == "HEAD")
+        headers = [*plan.headers, *target.extra_headers]
+        window = plan.window
+        if window.length == 0:
+            self.write_head(plan.status, headers, b"")
+        elif window.length <= SMALL_BODY_BYTES:
+            assert version.payload_id is not None
+            body = cached_window(self.ctx.engine, version.payload_id, window.start, window.length)
+            if body is None:
+                return self.send_small(version, plan, headers)
+            self.write_head(plan.status, headers, body)
+            self.record_body(window.length, time.perf_counter() - self.started_at)
+        else:
+            return self.send_large(version, plan, headers)
+        self.connection.finish()
+        return None
+
+    async def send_small(
+        self, version: ObjectVersion, plan: ReadPlan, headers: list[tuple[str, str]]
+    ) -> None:
+        assert version.payload_id is not None
+        window = plan.window
+        data = await read_small_window(
+            self.ctx.engine, version.payload_id, version.size, window.start, window.length
+        )
+        self.write_head(plan.status, headers, data)
+        self.record_body(window.length, time.perf_counter() - self.started_at)
+        self.connection.finish()
+
+    async def send_large(
+        self, version: ObjectVersion, plan: ReadPlan, headers: list[tuple[str, str]]
+    ) -> None:
+        assert version.payload_id is not None
+        engine = self.ctx.engine
+        window = plan.window
+        payload = await engine.run_blocking(engine.store.open_payload, version.payload_id)
+        try:
+            fd = payload.fileno()
+            if fd is None:
+                raise ApiError("InternalError", "payload has no descriptor")
+            first_byte = time.perf_counter() - self.started_at
+            await self.write_head(plan.status, headers, b"")
+            await send_file_body(
+                self.connection,
+                fd,
+                window.start,
+                window.length,
+                executor=engine.executor,
+                idle_timeout=self.ctx.config.idle_timeout,
+            )
+        finally:
+            await engine.run_blocking(payload.close)
+        self.record_body(window.length, first_byte)
+        self.connection.finish()
+
+    def record_body(self, length: int, first_byte: float) -> None:
+        self.bytes_out = length
+        total = time.perf_counter() - self.started_at
+        self.ctx.performance.record_get(length, first_byte, total)
+        self.ctx.metrics.observe_get_stages(first_byte, total)
+
+    def write_head(
+        self, status: int, headers: Iterable[tuple[str, str]], body: bytes
+    ) -> asyncio.Future[None]:
+        """Write the status line, the server's headers and ``headers``, then ``body``."""
+        self.status = status
+        response = HTTPHeaders()
+        response["Server"] = "service"
+        response["Date"] = http_date(now_ms() // 1000 * 1000)
+        response["X-Request-Id"] = self.request_id
+        for name, value in headers:
+            response[name] = value
+        start = ResponseStartLine("HTTP/1.1", status, responses.get(status, "Unknown"))
+        return self.connection.write_headers(start, response, body)
+
+    def send_error(self, error: ApiError) -> None:
+        """Answer with ``error`` in the contract's shape (no body for a HEAD)."""
+        if error.log_detail:
+            log.warning("request %s: %s", self.request_id, error.log_detail)
+        headers = [("Cache-Control", "no-store"), *error.headers.items()]
+        body = b""
+        if self.request.method != "HEAD":
+            body = json.dumps(error_body(error.code, error.message, self.request_id)).encode()
+            headers.append(("Content-Type", _JSON_TYPE))
+        headers.append(("Content-Length", str(len(body))))
+        try:
+            self.write_head(error.status, headers, body)
+            self.connection.finish()
+        except StreamClosedError:
+            pass

@@ -1,0 +1,86 @@
+"""What a GET or HEAD of an object version answers: status, headers and the bytes to send.
+
+Pure: it takes the version and the request's headers and returns a ``ReadPlan`` (or raises
+the contract's 412/416 ``ApiError``), so the object read path (``service.http.object_reads``)
+and its tests share one statement of the contract's read headers, conditions and ranges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from service.errors import ApiError
+from service.http.conditions import (
+    ByteWindow,
+    RangeResult,
+    Verdict,
+    evaluate_read_conditions,
+    if_range_allows,
+    parse_range,
+)
+from service.meta import ObjectVersion
+from service.timefmt import http_date
+
+NOTHING = ByteWindow(0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """The answer to one read: send ``headers`` with ``status``, then ``window`` of the
+    payload (empty for a HEAD, a 304 or an empty object)."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    window: ByteWindow
+
+
+def object_headers(version: ObjectVersion) -> list[tuple[str, str]]:
+    """The representation headers every read of ``version`` carries (304 included)."""
+    headers = [
+        ("Content-Type", version.content_type),
+        ("ETag", f'"{version.sha256}"'),
+        ("X-Checksum-Sha256", version.sha256),
+        ("Last-Modified", http_date(version.updated_at)),
+        ("Accept-Ranges", "bytes"),
+        ("X-Version-Id", version.version_id or "null"),
+    ]
+    headers.extend((f"X-Meta-{name}", value) for name, value in version.custom_metadata.items())
+    return headers
+
+
+def plan_read(
+    version: ObjectVersion, request_headers: Mapping[str, str], *, head: bool
+) -> ReadPlan:
+    """The answer to a GET (``head`` False) or HEAD of ``version`` under ``request_headers``.
+
+    Preconditions first (412, then 304), then a single ``Range`` (206, or 416 with
+    ``Content-Range: bytes */size``), honoured only when ``If-Range`` allows it.
+    """
+    modified = version.updated_at // 1000
+    headers = object_headers(version)
+    verdict = evaluate_read_conditions(request_headers, version.sha256, modified)
+    if verdict is Verdict.PRECONDITION_FAILED:
+        raise ApiError("PreconditionFailed", "a precondition of the request failed")
+    if verdict is Verdict.NOT_MODIFIED:
+        headers = [(name, value) for name, value in headers if name != "Content-Type"]
+        return ReadPlan(304, headers, NOTHING)
+    status = 200
+    window = ByteWindow(0, version.size)
+    range_header = request_headers.get("Range")
+    if range_header is not None and if_range_allows(
+        request_headers.get("If-Range"), version.sha256, modified
+    ):
+        ranged = parse_range(range_header, version.size)
+        if ranged is RangeResult.UNSATISFIABLE:
+            raise ApiError(
+                "InvalidRange",
+                "the range is not satisfiable",
+                headers={"Content-Range": f"bytes */{version.size}"},
+            )
+        if isinstance(ranged, ByteWindow):
+            status = 206
+            window = ranged
+            headers.append(("Content-Range", ranged.content_range(version.size)))
+    headers.append(("Content-Length", str(window.length)))
+    return ReadPlan(status, headers, NOTHING if head else window)
