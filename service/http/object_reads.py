@@ -6,7 +6,7 @@ our own work on it. Reads are the hot path of an object store, so GET and HEAD o
 object, and of a shared video output, are answered by ``ObjectRead``, a plain
 ``HTTPMessageDelegate`` that writes the status line, headers and body straight to the
 HTTP/1.1 connection: small bodies from the payload cache or one executor read, large ones
-with ``sendfile``.
+copied to the socket by an executor thread (``service.http.file_body``).
 
 It keeps every guarantee the handlers give: the contract's headers and error shape, an
 ``X-Request-Id`` on every answer, no traceback in a response, metrics and the access line,
@@ -44,8 +44,8 @@ from service.context import AppContext
 from service.errors import ApiError, error_body
 from service.http.authn import authenticate, is_presigned, presigned_principal
 from service.http.base import authorize_action, new_request_id, valid_request_id
+from service.http.file_body import send_file_body
 from service.http.read_plan import ReadPlan, plan_read
-from service.http.sendfile import send_file_body
 from service.meta import ObjectVersion
 from service.objects import cached_window, read_small_window, resolve_version
 from service.timefmt import http_date, now_ms
@@ -55,7 +55,7 @@ log = logging.getLogger("service.http")
 READ_METHODS = ("GET", "HEAD")
 SMALL_BODY_BYTES = 256 * 1024
 """Bodies up to this size are read in one piece (or come from the payload cache); larger
-ones go out with ``sendfile``."""
+ones stream through ``send_file_body``."""
 _JSON_TYPE = "application/json; charset=utf-8"
 
 
@@ -162,7 +162,7 @@ class ObjectRead(HTTPMessageDelegate):
 
     def finish(self) -> None:
         """The request is complete: answer it now when nothing needs awaiting (a cached
-        body, HEAD, 304, an error), else in a task (a disk read or ``sendfile``)."""
+        body, HEAD, 304, an error), else in a task (a disk read or a large body)."""
         self.ctx.requests_in_flight.add(self)
         try:
             rest = self.answer()
@@ -261,14 +261,11 @@ class ObjectRead(HTTPMessageDelegate):
         window = plan.window
         payload = await engine.run_blocking(engine.store.open_payload, version.payload_id)
         try:
-            fd = payload.fileno()
-            if fd is None:
-                raise ApiError("InternalError", "payload has no descriptor")
             first_byte = time.perf_counter() - self.started_at
             await self.write_head(plan.status, headers, b"")
             await send_file_body(
                 self.connection,
-                fd,
+                payload,
                 window.start,
                 window.length,
                 executor=engine.executor,

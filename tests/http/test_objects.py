@@ -54,7 +54,7 @@ def test_put_then_get_round_trips_bytes_and_headers(api: httpx.Client, bucket: s
     assert head.headers["Content-Length"] == str(len(data))
 
 
-def test_large_object_streams_through_sendfile(api: httpx.Client, bucket: str) -> None:
+def test_large_object_streams_whole_and_ranged(api: httpx.Client, bucket: str) -> None:
     data = bytes(range(256)) * (5 * 4096 + 7)  # ~5 MiB, above the small-body path
     assert api.put(url(bucket, "big"), content=data).status_code == 200
     got = api.get(url(bucket, "big"))

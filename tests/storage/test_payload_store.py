@@ -190,7 +190,7 @@ def test_opening_a_missing_payload_raises_file_not_found(tmp_path: str) -> None:
         store.open_payload(store.new_payload_id())
 
 
-def test_open_payload_offers_a_descriptor_for_sendfile(tmp_path: str) -> None:
+def test_open_payload_offers_a_descriptor(tmp_path: str) -> None:
     store = PayloadStore(str(tmp_path), fs=RealFileSystem(), durability="balanced")
     payload_id, _ = put(store, [b"0123456789"])
     source = store.open_payload(payload_id)
