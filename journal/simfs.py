@@ -634,6 +634,12 @@ class _SimWritableFile:
             self._check()
             self._fs._fsync(self._node, self._path)
 
+    def start_writeback(self) -> None:
+        """A hint without a promise: the simulated disk keeps the bytes volatile until an
+        fsync, as a real one may, so this changes nothing."""
+        with self._fs._lock:
+            self._check()
+
     def truncate(self, size: int) -> None:
         with self._fs._lock:
             self._check()

@@ -153,7 +153,33 @@ def test_disk_usage_reports_total_and_free(fs_root: tuple[FileSystem, str]) -> N
     assert 0 <= free <= total
 
 
+def test_start_writeback_keeps_the_bytes_and_the_file_writable(
+    fs_root: tuple[FileSystem, str],
+) -> None:
+    fs, root = fs_root
+    path = os.path.join(root, "a")
+    file = fs.create(path)
+    file.write(b"x" * 100_000)
+    file.start_writeback()
+    file.write(b"y")
+    file.fsync()
+    file.close()
+    assert read_file(fs, path) == b"x" * 100_000 + b"y"
+
+
 # -- simulation specifics -------------------------------------------------------------------
+
+
+def test_start_writeback_promises_nothing_until_fsync() -> None:
+    fs = SimFileSystem()
+    fs.mkdir("/d")
+    fs.fsync_dir("/")
+    file = fs.create("/d/f")
+    fs.fsync_dir("/d")
+    file.write(b"cached")
+    file.start_writeback()
+    file.close()
+    assert fs.crash_image("lose_unsynced").read_bytes("/d/f") == b""
 
 
 def test_fsync_makes_data_durable_and_the_rest_is_lost() -> None:

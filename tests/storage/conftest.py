@@ -36,6 +36,11 @@ class _WatchedFile:
         self._owner.before_fsync(self)
         self.inner.fsync()
 
+    def start_writeback(self) -> None:
+        if isinstance(self._owner, RecordingFileSystem):
+            self._owner.writebacks.append(self.path)
+        self.inner.start_writeback()
+
     def truncate(self, size: int) -> None:
         self.inner.truncate(size)
 
@@ -55,6 +60,8 @@ class RecordingFileSystem(RealFileSystem):
     def __init__(self, events: list[tuple[str, str]] | None = None) -> None:
         self.events: list[tuple[str, str]] = [] if events is None else events
         self.write_sizes: list[int] = []
+        self.writebacks: list[str] = []
+        """Paths whose writeback was started early, once per start."""
         self.threads: set[int] = set()
         """Threads that wrote or fsynced a file."""
         self.write_delay = 0.0

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from journal.fs import RealFileSystem
 from service.storage import PayloadStore, StagedPayload
+from tests.storage.conftest import RecordingFileSystem
 
 
 def put(store: PayloadStore, chunks: list[bytes]) -> tuple[str, StagedPayload]:
@@ -315,3 +316,16 @@ def test_a_batch_hashed_while_written_stores_what_one_by_one_writes_would(
     assert staged.sha256 == hashlib.sha256(whole).hexdigest()
     with open(staged.path, "rb") as file:
         assert file.read() == whole
+
+
+@pytest.mark.parametrize(("durability", "expected_starts"), [("strict", 2), ("balanced", 0)])
+def test_strict_staging_starts_writeback_every_8_mib(
+    tmp_path: str, recording_fs: RecordingFileSystem, durability: str, expected_starts: int
+) -> None:
+    store = PayloadStore(str(tmp_path), fs=recording_fs, durability=durability)
+    chunks = [os.urandom(1024 * 1024) for _ in range(20)]  # 20 MiB: two 8 MiB marks
+    payload_id, staged = put(store, chunks)
+    assert len(recording_fs.writebacks) == expected_starts
+    assert set(recording_fs.writebacks) <= {staged.path}
+    assert read_payload(store, payload_id) == b"".join(chunks)
+    assert staged.sha256 == hashlib.sha256(b"".join(chunks)).hexdigest()
