@@ -131,9 +131,12 @@ class HttpConnection:
         for line in head[1:]:
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
-        if "content-length" not in headers:
+        if status in (204, 304):
+            length = 0  # no body by definition (RFC 9110)
+        elif "content-length" in headers:
+            length = int(headers["content-length"])
+        else:
             raise ValueError(f"response without Content-Length (status {status})")
-        length = int(headers["content-length"])
         if keep_body:
             while len(self._pending) < length:
                 self._fill()

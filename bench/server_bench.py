@@ -126,6 +126,15 @@ def put_from_file(
     return elapsed
 
 
+def delete_object(server: ServerProcess, key: str) -> None:
+    """Delete ``key`` (untimed): a round that frees what it wrote leaves the disk as an
+    anchor that deletes its file does (see ``bench.multipart_bench``)."""
+    with HttpConnection(server.port) as connection:
+        response = connection.request("DELETE", object_path(key), auth_headers(server), b"")
+    if response.status != 204:
+        raise RuntimeError(f"DELETE {key}: {response.status} {response.body[:300]!r}")
+
+
 def download(port: int, path: str, headers: dict[str, str], expected: int) -> float:
     """Seconds for one GET of ``path`` on a new connection, the body drained."""
     with HttpConnection(port) as connection:
