@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterator
 from urllib.parse import quote
 
@@ -242,3 +243,57 @@ def test_unauthenticated_requests_get_401(
     assert "WWW-Authenticate" in anonymous.headers
     wrong = httpx.get(f"{base}/buckets", auth=("bk_testroot", "sk_wrong-secret-value"))
     assert_error(wrong, 401, "Unauthorized")
+
+
+# -- the read path below RequestHandler (service.http.object_reads) -----------------------
+
+
+def test_a_key_that_is_not_utf8_is_invalid_key_on_get_and_head(
+    api: httpx.Client, bucket: str
+) -> None:
+    assert_error(api.get(f"/buckets/{bucket}/objects/bad%FFkey"), 400, "InvalidKey")
+    head = api.head(f"/buckets/{bucket}/objects/bad%FFkey")
+    assert head.status_code == 400 and head.content == b""
+    assert head.headers["X-Request-Id"]
+
+
+def test_reads_echo_the_request_id_on_success_and_on_error(api: httpx.Client, bucket: str) -> None:
+    api.put(url(bucket, "traced"), content=b"x")
+    got = api.get(url(bucket, "traced"), headers={"X-Request-Id": "read-42"})
+    assert got.status_code == 200 and got.headers["X-Request-Id"] == "read-42"
+    missing = api.get(url(bucket, "absent"), headers={"X-Request-Id": "read-43"})
+    assert_error(missing, 404, "NoSuchKey")
+    assert missing.headers["X-Request-Id"] == "read-43"
+    ids = {api.get(url(bucket, "traced")).headers["X-Request-Id"] for _ in range(3)}
+    assert len(ids) == 3
+
+
+def test_head_of_a_missing_object_is_404_without_a_body(api: httpx.Client, bucket: str) -> None:
+    head = api.head(url(bucket, "absent"))
+    assert head.status_code == 404 and head.content == b""
+    assert head.headers["Content-Length"] == "0"
+    assert head.headers["Cache-Control"] == "no-store"
+
+
+def test_methods_other_than_reads_and_writes_are_405(api: httpx.Client, bucket: str) -> None:
+    api.put(url(bucket, "k"), content=b"x")
+    assert_error(api.request("PATCH", url(bucket, "k")), 405, "MethodNotAllowed")
+    assert api.get(url(bucket, "k")).content == b"x"
+
+
+def test_object_reads_are_counted_and_logged_with_the_route_template(
+    server: ServerProcess, api: httpx.Client, bucket: str
+) -> None:
+    api.put(url(bucket, "secret-key-name"), content=b"12345")
+    assert api.get(url(bucket, "secret-key-name"), headers={"X-Request-Id": "logged-7"}).content
+    deadline = time.monotonic() + 5
+    lines: list[str] = []
+    while not lines and time.monotonic() < deadline:
+        lines = [line for line in server.logs().splitlines() if "request_id=logged-7" in line]
+        time.sleep(0.05)
+    assert len(lines) == 1
+    for field in ("method=GET", "route=/api/v1/buckets/{bucket}/objects/{key}", "status=200"):
+        assert field in lines[0]
+    assert "bytes_out=5" in lines[0] and "secret-key-name" not in lines[0]
+    metrics = api.get("/metrics").text
+    assert 'route="/api/v1/buckets/{bucket}/objects/{key}"' in metrics
