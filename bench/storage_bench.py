@@ -4,7 +4,9 @@
 
 - PUT: ``StagingUpload`` fed 256 KiB chunks from the event loop, then ``finish`` and
   ``promote``, in strict durability (SHA-256, data fsync, rename, directory fsync), with the
-  default 1 MiB coalescing and without coalescing (one executor job per 256 KiB chunk);
+  default 1 MiB coalescing and without coalescing (one executor job per 256 KiB chunk),
+  and once more with coalescing but no early writeback (the disk gets the pages only at the
+  final fsync), to show what ``WRITEBACK_BYTES`` buys;
 - anchors for it, with plain ``os`` calls: write + fsync of the same chunks, and the same
   with SHA-256 of every chunk on the same thread (the least any checksummed PUT must do);
 - join: ``PayloadStore.join`` of 128 parts of 8 MiB (strict: ends with an fsync);
@@ -146,12 +148,21 @@ def run() -> list[dict[str, Any]]:
         store = PayloadStore(
             os.path.join(scratch, "data"), fs=RealFileSystem(), durability="strict"
         )
+        late_store = PayloadStore(
+            os.path.join(scratch, "data-late"),
+            fs=RealFileSystem(),
+            durability="strict",
+            writeback_bytes=0,
+        )
         part_ids, whole = _prepare_parts(store, scratch)
         with ThreadPoolExecutor(max_workers=8) as executor:
             cases: dict[str, Callable[[], float]] = {
                 "put": lambda: asyncio.run(_pipeline_put(store, executor, chunks, MIB)),
                 "put_uncoalesced": lambda: asyncio.run(
                     _pipeline_put(store, executor, chunks, CHUNK)
+                ),
+                "put_late_writeback": lambda: asyncio.run(
+                    _pipeline_put(late_store, executor, chunks, MIB)
                 ),
                 "raw": lambda: _raw_write_fsync(scratch, chunks, hashed=False),
                 "raw_hashed": lambda: _raw_write_fsync(scratch, chunks, hashed=True),
@@ -184,6 +195,11 @@ def run() -> list[dict[str, Any]]:
         row("raw_hashed", "raw write+SHA-256+fsync, 256 KiB chunks", "raw"),
         row("put", "pipeline PUT strict, 256 KiB chunks, 1 MiB batches", "raw"),
         row("put_uncoalesced", "pipeline PUT strict, 256 KiB chunks, no coalescing", "raw"),
+        row(
+            "put_late_writeback",
+            "pipeline PUT strict, 1 MiB batches, no early writeback",
+            "raw",
+        ),
         row("copy", "plain file copy + fsync (anchor)", None),
         row("join", "join 128 x 8 MiB parts, strict", "copy"),
     ]

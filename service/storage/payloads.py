@@ -30,7 +30,7 @@ from journal.fs import FileSystem, ReadableFile
 from service.config import Durability
 from service.storage import layout
 from service.storage.layout import Layout
-from service.storage.staging import StagedPayload, StagingFile
+from service.storage.staging import WRITEBACK_BYTES, StagedPayload, StagingFile
 
 STORAGE_CRASH_POINTS = (
     "put.staging_created",
@@ -86,14 +86,20 @@ class PayloadStore:
         fs: FileSystem,
         durability: Durability,
         clock: Callable[[], float] = time.time,
+        writeback_bytes: int = WRITEBACK_BYTES,
     ) -> None:
-        """Create the staging and payload directories if missing (blocking, at startup)."""
+        """Create the staging and payload directories if missing (blocking, at startup).
+
+        ``writeback_bytes``: in strict mode, a staging file starts writeback each time this
+        much more was written (0: never; see ``service.storage.staging``).
+        """
         if durability not in ("strict", "balanced"):
             raise ValueError(f"unknown durability {durability!r}")
         self._fs = fs
         self._layout = Layout(root)
         self._strict = durability == "strict"
         self._clock = clock
+        self._writeback_bytes = writeback_bytes
         self._dir_lock = threading.Lock()
         self._ready_dirs: set[str] = set()
         fs.mkdir(self._layout.staging_dir)
@@ -282,7 +288,13 @@ class PayloadStore:
 
     def _new_staging(self, *, crash_points: bool) -> StagingFile:
         file = self._fs.create(self._layout.new_staging_path())
-        return StagingFile(self._fs, file, strict=self._strict, crash_points=crash_points)
+        return StagingFile(
+            self._fs,
+            file,
+            strict=self._strict,
+            crash_points=crash_points,
+            writeback_bytes=self._writeback_bytes,
+        )
 
     def _ensure_payload_dir(self, payload_id: str) -> str:
         """Create the payload's fan-out directories if needed; return the leaf directory.

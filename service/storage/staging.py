@@ -12,8 +12,10 @@ forget. Any other exception (e.g. a simulated crash) leaves the file as a crash 
 Early writeback (strict mode): every ``WRITEBACK_BYTES`` written, the file asks the kernel
 to start writing its pages to disk (``WritableFile.start_writeback``), so the disk works
 while the rest arrives and the final fsync has little left to do. Measured on this
-machine's ext4 (1 GiB in 1 MiB writes, hashed on a second thread, then fsync; 5 rounds
-interleaved, medians): 0.85 s against 1.35 s. Balanced mode leaves the pages to the kernel.
+machine's ext4 (a 1 GiB staging file in 256 KiB writes, then fsync; 5 rounds interleaved,
+medians): 0.92 s against 1.43 s without; steps of 2 MiB were slower than 8. This disk's
+speed swings from run to run, so ``make bench`` prints a PUT without early writeback
+beside the normal one (storage table). Balanced mode leaves the pages to the kernel.
 """
 
 from __future__ import annotations
@@ -174,10 +176,17 @@ class StagingFile:
         "_size",
         "_strict",
         "_unflushed",
+        "_writeback_bytes",
     )
 
     def __init__(
-        self, fs: FileSystem, file: WritableFile, *, strict: bool, crash_points: bool
+        self,
+        fs: FileSystem,
+        file: WritableFile,
+        *,
+        strict: bool,
+        crash_points: bool,
+        writeback_bytes: int = WRITEBACK_BYTES,
     ) -> None:
         """Wrap ``file``, just created empty by the store.
 
@@ -194,6 +203,7 @@ class StagingFile:
         self._size = 0
         self._unflushed = 0
         """Bytes written since writeback last started (strict mode)."""
+        self._writeback_bytes = writeback_bytes if strict else 0
         self._discarded = False
 
     @property
@@ -339,11 +349,11 @@ class StagingFile:
 
     def _grew(self, file: WritableFile, count: int) -> None:
         """Count ``count`` bytes just written; in strict mode, start writeback each time
-        another ``WRITEBACK_BYTES`` accumulated (see the module docstring)."""
+        another ``writeback_bytes`` accumulated (see the module docstring)."""
         self._size += count
-        if self._strict:
+        if self._writeback_bytes:
             self._unflushed += count
-            if self._unflushed >= WRITEBACK_BYTES:
+            if self._unflushed >= self._writeback_bytes:
                 self._unflushed = 0
                 file.start_writeback()
 
