@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import socket
@@ -211,3 +212,27 @@ def test_data_dir_layout_never_uses_keys(server_factory: ServerFactory) -> None:
     names = [str(path) for path in Path(proc.data_dir).rglob("*")]
     assert not any("escape" in name or "secret-name" in name for name in names)
     assert not (proc.data_dir.parent / "escape").exists()
+
+
+def test_a_reader_that_hangs_up_mid_body_leaves_no_request_in_flight(
+    server_factory: ServerFactory,
+) -> None:
+    proc = server_factory()
+    body = os.urandom(24 * 1024 * 1024)  # far more than the socket buffers hold
+    with proc.client() as api:
+        api.post("/buckets", json={"name": "hangup"})
+        assert api.put("/buckets/hangup/objects/big", content=body).status_code == 200
+        credentials = base64.b64encode(f"{proc.access_key}:{proc.secret_key}".encode())
+        head = (
+            "GET /api/v1/buckets/hangup/objects/big HTTP/1.1\r\nHost: x\r\n"
+            f"Authorization: Basic {credentials.decode()}\r\n\r\n"
+        )
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", proc.port)) as sock:
+                sock.sendall(head.encode())
+                assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        # The server noticed each hang-up: others are served, and a graceful stop does
+        # not wait for the abandoned downloads.
+        assert api.get("/buckets/hangup/objects/big").content == body
+    assert proc.stop() == 0
+    assert "in-flight requests did not finish" not in proc.logs()
