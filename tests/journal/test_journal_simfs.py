@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from journal.fs import FileSystem, RealFileSystem
+from journal.fs import FileSystem, RealFileSystem, WritableFile
 from journal.simfs import Fault, ManualClock, SimFileSystem, SimulatedCrash
 from tests.journal.journal_testkit import read_file
 
@@ -170,12 +170,18 @@ def test_start_writeback_keeps_the_bytes_and_the_file_writable(
 # -- simulation specifics -------------------------------------------------------------------
 
 
-def test_start_writeback_promises_nothing_until_fsync() -> None:
+def durable_empty_file() -> tuple[SimFileSystem, WritableFile]:
+    """A simulated disk holding ``/d/f``, empty, its directory entries durable."""
     fs = SimFileSystem()
     fs.mkdir("/d")
     fs.fsync_dir("/")
     file = fs.create("/d/f")
     fs.fsync_dir("/d")
+    return fs, file
+
+
+def test_start_writeback_promises_nothing_until_fsync() -> None:
+    fs, file = durable_empty_file()
     file.write(b"cached")
     file.start_writeback()
     file.close()
@@ -279,11 +285,7 @@ def test_failures_once_and_persistent() -> None:
 
 
 def test_failed_fsync_drops_the_dirty_data_and_a_retry_does_not_save_it() -> None:
-    fs = SimFileSystem()
-    fs.mkdir("/d")
-    fs.fsync_dir("/")
-    file = fs.create("/d/f")
-    fs.fsync_dir("/d")
+    fs, file = durable_empty_file()
     file.write(b"lost")
     fs.fail_at(fs.operations, errno.EIO, operations={"fsync"})
     with pytest.raises(OSError):
