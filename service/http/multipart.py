@@ -111,7 +111,7 @@ class MultipartCompleteHandler(ApiHandler):
 
 class MultipartPartHandler(StreamingBodyHandler):
     route_name = "/api/v1/multipart/{upload_id}/part"
-    SUPPORTED_METHODS = ("PUT",)
+    ALLOWED_METHODS = ("PUT",)
 
     upload_session: UploadSession | None = None
     part_number = 0

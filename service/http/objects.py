@@ -65,7 +65,7 @@ class ObjectHandler(StreamingBodyHandler):
     """``/api/v1/buckets/{bucket}/objects/{key}``."""
 
     route_name = "/api/v1/buckets/{bucket}/objects/{key}"
-    SUPPORTED_METHODS = ("PUT", "DELETE")  # GET and HEAD: ObjectRead
+    ALLOWED_METHODS = ("PUT", "DELETE")  # GET and HEAD: ObjectRead
 
     intent: PutIntent | None = None
 

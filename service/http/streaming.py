@@ -34,7 +34,18 @@ class StreamingBodyHandler(ApiHandler):
     is already on its way (no ``Expect: 100-continue``), the refusal waits until the body
     was read and dropped: answering early and closing a connection with unread bytes makes
     the kernel reset it, and the client would never see the error.
+
+    The same holds for a method the route does not answer. Tornado refuses a method missing
+    from ``SUPPORTED_METHODS`` before the body, even an empty one, was read, and then closes
+    the connection without saying so; a client that reuses it for its next request finds it
+    reset. So every method Tornado knows is "supported" here, a subclass lists what it
+    answers in ``ALLOWED_METHODS``, and any other method gets its 405 from Tornado's default
+    verb once its body (up to ``DRAIN_LIMIT_BYTES``) was read.
     """
+
+    SUPPORTED_METHODS = tornado.web.RequestHandler.SUPPORTED_METHODS
+    ALLOWED_METHODS: tuple[str, ...] = ()
+    """The methods this route answers; the rest are 405 (see the class docstring)."""
 
     upload: StagingUpload | None = None
     received = 0
@@ -46,6 +57,9 @@ class StreamingBodyHandler(ApiHandler):
     body_started = 0.0
 
     async def prepare(self) -> None:
+        if self.request.method not in self.ALLOWED_METHODS:
+            self.set_max_body_size(DRAIN_LIMIT_BYTES)  # then Tornado's default verb: 405
+            return
         try:
             await self.prepare_request()
         except ApiError as error:

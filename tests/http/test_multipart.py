@@ -82,6 +82,16 @@ def test_bad_part_numbers(api: httpx.Client, bucket: str, number: str) -> None:
     assert api.get(f"/multipart/{upload_id}").json()["parts"] == []
 
 
+def test_other_methods_on_the_part_route_are_405_and_keep_the_connection(
+    api: httpx.Client, bucket: str
+) -> None:
+    upload_id = str(init(api, bucket, "k")["upload_id"])
+    for method in ("GET", "POST", "DELETE") * 3:
+        response = api.request(method, f"/multipart/{upload_id}/part", params={"partNumber": 1})
+        assert_error(response, 405, "MethodNotAllowed")
+        assert api.get(f"/multipart/{upload_id}").json()["parts"] == []
+
+
 def test_bad_manifests_change_nothing(api: httpx.Client, bucket: str) -> None:
     upload_id = str(init(api, bucket, "k")["upload_id"])
     etags = {n: put_part(api, upload_id, n, f"part{n}".encode()).json()["etag"] for n in (1, 2, 3)}

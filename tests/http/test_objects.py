@@ -275,10 +275,14 @@ def test_head_of_a_missing_object_is_404_without_a_body(api: httpx.Client, bucke
     assert head.headers["Cache-Control"] == "no-store"
 
 
-def test_methods_other_than_reads_and_writes_are_405(api: httpx.Client, bucket: str) -> None:
+def test_methods_other_than_reads_and_writes_are_405_and_keep_the_connection(
+    api: httpx.Client, bucket: str
+) -> None:
     api.put(url(bucket, "k"), content=b"x")
-    assert_error(api.request("PATCH", url(bucket, "k")), 405, "MethodNotAllowed")
-    assert api.get(url(bucket, "k")).content == b"x"
+    for method, body in [("PATCH", b""), ("POST", b'{"a": 1}'), ("OPTIONS", b"")] * 5:
+        assert_error(api.request(method, url(bucket, "k"), content=body), 405, "MethodNotAllowed")
+        # The same keep-alive connection answers next: it was not closed under the client.
+        assert api.get(url(bucket, "k")).content == b"x"
 
 
 def test_object_reads_are_counted_and_logged_with_the_route_template(

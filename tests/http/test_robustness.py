@@ -236,3 +236,35 @@ def test_a_reader_that_hangs_up_mid_body_leaves_no_request_in_flight(
         assert api.get("/buckets/hangup/objects/big").content == body
     assert proc.stop() == 0
     assert "in-flight requests did not finish" not in proc.logs()
+
+
+def test_a_405_on_a_streaming_route_keeps_the_connection_for_the_next_request(
+    server_factory: ServerFactory,
+) -> None:
+    """Two requests in one write: the 405 must not close the connection before the second
+    is answered (Tornado refuses unsupported methods before reading the body and then
+    closes; the streaming handlers answer 405 only after it)."""
+    proc = server_factory()
+    with proc.client() as api:
+        api.post("/buckets", json={"name": "pipelined"})
+        api.put("/buckets/pipelined/objects/k", content=b"kept")
+        upload_id = api.post("/multipart/init", json={"bucket": "pipelined", "key": "m"}).json()[
+            "upload_id"
+        ]
+    credentials = base64.b64encode(f"{proc.access_key}:{proc.secret_key}".encode()).decode()
+    for path in ("/api/v1/buckets/pipelined/objects/k", f"/api/v1/multipart/{upload_id}/part"):
+        first = f"PATCH {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+        second = (
+            "GET /api/v1/buckets/pipelined/objects/k HTTP/1.1\r\nHost: x\r\n"
+            f"Authorization: Basic {credentials}\r\n\r\n"
+        )
+        with socket.create_connection(("127.0.0.1", proc.port), timeout=10) as sock:
+            sock.sendall((first + second).encode())
+            received = b""
+            while received.count(b"HTTP/1.1 ") < 2 or not received.endswith(b"kept"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+        assert received.startswith(b"HTTP/1.1 405"), received[:200]
+        assert b"HTTP/1.1 200" in received and received.endswith(b"kept"), received[-300:]
