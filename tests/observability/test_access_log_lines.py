@@ -236,3 +236,40 @@ def test_reconfiguring_writes_the_lines_the_old_handler_held(log_stream: io.Stri
     access(request_id="held")
     configure_logging("info", log_stream)
     assert parse_logfmt(log_stream.getvalue().strip())["request_id"] == "held"
+
+
+def _without_ts(line: str) -> dict[str, str]:
+    parsed = parse_logfmt(line)
+    parsed.pop("ts")
+    return parsed
+
+
+def test_the_shortcut_line_equals_the_formatted_record(log_stream: io.StringIO) -> None:
+    access(request_id='odd "id"=x')  # only our handler: written without a LogRecord
+    access_logger = logging.getLogger("service.access")
+    allow_all = logging.Filter()
+    access_logger.addFilter(allow_all)  # a filter forces the ordinary logging path
+    try:
+        access(request_id='odd "id"=x')
+    finally:
+        access_logger.removeFilter(allow_all)
+    shortcut, formatted = log_stream.getvalue().splitlines()
+    assert _without_ts(shortcut) == _without_ts(formatted)
+    assert shortcut.split(" ", 1)[1] == formatted.split(" ", 1)[1]
+
+
+def test_another_handler_still_receives_access_records(log_stream: io.StringIO) -> None:
+    records: list[logging.LogRecord] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    collector = Collect()
+    logging.getLogger("service.access").addHandler(collector)
+    try:
+        access(request_id="seen-twice")
+    finally:
+        logging.getLogger("service.access").removeHandler(collector)
+    assert [record.fields["request_id"] for record in records] == ["seen-twice"]  # type: ignore[attr-defined]
+    assert parse_logfmt(log_stream.getvalue().strip())["request_id"] == "seen-twice"
