@@ -11,9 +11,10 @@ must survive: only the ledger's ``firm`` states are allowed. One cycle:
 
 1. start the server, armed with a crash point or in balanced durability if the cycle says so
    (between two crashes it is stopped gracefully, so clean shutdowns are mixed in);
-2. run the workload (``Worker``): 8 threads, each with its own httpx client and its own keys,
-   so that the order of one key's operations is the order its thread sent them, which is
-   what the ledger needs (two racing PUTs of one key have no order a client could know);
+2. run the workload (``Worker``, in ``tests.crash.killworkload``): 8 threads, each with
+   its own httpx client and its own keys, so that the order of one key's operations is the
+   order its thread sent them, which is what the ledger needs (two racing PUTs of one key
+   have no order a client could know);
 3. the armed point kills the server (it must die by SIGKILL), or the test sends SIGKILL
    after a random delay;
 4. optionally start it armed with a startup crash point (replay, torn-tail repair, startup
@@ -39,19 +40,16 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 import random
 import signal
 import threading
 import time
-import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 
@@ -69,11 +67,25 @@ from tests.crash.killplan import (
     cycle_for,
     reachable_points,
 )
-from tests.crash.model import MARKER, Fate, KeyState, Ledger, UploadState, sha256, visible
+from tests.crash.killworkload import (
+    PLAIN,
+    REQUEST_TIMEOUT,
+    VERSIONED,
+    Entry,
+    PendingComplete,
+    Reply,
+    Thing,
+    Worker,
+    key_thing,
+    object_path,
+    send,
+    short,
+    upload_thing,
+    worker_keys,
+)
+from tests.crash.model import MARKER, Fate, Ledger, UploadState, sha256, visible
 from tests.serverproc import ServerProcess
 
-PLAIN = "kill-plain"
-VERSIONED = "kill-versioned"
 WORKERS = 8
 
 STAGING_TTL = 5.0
@@ -96,104 +108,7 @@ SERVER_ENV = {
 ARM_DEADLINE = 6.0
 """Seconds the workload runs before an armed point that did not fire counts as missed."""
 KILL_DELAY = (0.03, 0.5)
-REQUEST_TIMEOUT = 30.0
-MAX_VERSIONS = 4
-"""A versioned key with more entries has its oldest known version deleted for good."""
-LARGE_SHARE = 0.03
 MAX_PROBLEMS = 40
-
-Entry = tuple[str, str | None]
-"""One version as a worker knows it: (SHA-256 or MARKER, version id if known), oldest first."""
-Thing = tuple[str, str, str]
-"""What an operation touched: ("key", bucket, key), ("upload", upload_id, ""), ..."""
-
-
-def key_thing(bucket: str, key: str) -> Thing:
-    return ("key", bucket, key)
-
-
-def upload_thing(upload_id: str) -> Thing:
-    return ("upload", upload_id, "")
-
-
-def object_path(bucket: str, key: str) -> str:
-    return f"/buckets/{bucket}/objects/{quote(key, safe='/')}"
-
-
-def worker_keys(index: int) -> list[tuple[str, str]]:
-    """The keys one worker owns (odd names on purpose: they travel percent-encoded)."""
-    return [
-        (PLAIN, f"w{index}/a"),
-        (PLAIN, f"w{index}/b c"),
-        (PLAIN, f"w{index}/ü/d"),
-        (VERSIONED, f"w{index}/v1"),
-        (VERSIONED, f"w{index}/v2"),
-    ]
-
-
-def short(state: tuple[str, ...] | frozenset[Any] | None) -> str:
-    if state is None:
-        return "closed"
-    if isinstance(state, frozenset):
-        return "{" + ", ".join(f"{n}:{d[:8]}" for n, d in sorted(state)) + "}"
-    return "(" + ", ".join("M" if item == MARKER else item[:8] for item in state) + ")"
-
-
-@dataclass(frozen=True)
-class Reply:
-    """An HTTP answer; ``status`` None when no connection could be opened (nothing was
-    sent, so nothing happened), 0 when the exchange broke off (anything may have)."""
-
-    status: int | None
-    headers: httpx.Headers
-    content: bytes
-    error: str = ""
-
-    @property
-    def fate(self) -> str:
-        if self.status is None:
-            return Fate.REFUSED
-        return Fate.of_status(self.status)
-
-    def json(self) -> Any:
-        return json.loads(self.content)
-
-
-def send(client: httpx.Client, method: str, url: str, **kwargs: Any) -> Reply:
-    try:
-        response = client.request(method, url, **kwargs)
-    except httpx.ConnectError as exc:
-        return Reply(None, httpx.Headers(), b"", repr(exc))
-    except httpx.HTTPError as exc:
-        return Reply(0, httpx.Headers(), b"", repr(exc))
-    return Reply(response.status_code, response.headers, response.content)
-
-
-def in_chunks(data: bytes, size: int = 64 * 1024) -> Iterator[bytes]:
-    """The body as an iterator: httpx then sends it with chunked transfer encoding."""
-    for start in range(0, len(data), size):
-        yield data[start : start + size]
-
-
-def drop_entry(index: int, item: str) -> Callable[[KeyState], KeyState]:
-    """DELETE ?version_id=: the entry at ``index`` (known to be ``item``) goes for good."""
-
-    def effect(state: KeyState) -> KeyState:
-        if len(state) > index and state[index] == item:
-            return state[:index] + state[index + 1 :]
-        return state
-
-    return effect
-
-
-@dataclass(frozen=True)
-class PendingComplete:
-    """A complete that got no answer: its session and its key must agree after restart."""
-
-    bucket: str
-    key: str
-    parts: tuple[tuple[int, str], ...]
-    digest: str
 
 
 @dataclass
@@ -213,160 +128,6 @@ class Tally:
     hits: Counter[str] = field(default_factory=Counter)
     missed: Counter[str] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
-
-
-class Worker:
-    """One client thread: random operations on its own keys until told to stop or the
-    server stops answering (its first answer that is not a success ends its cycle)."""
-
-    def __init__(self, kit: KillKit, index: int, seed: int, stop: threading.Event) -> None:
-        self.kit = kit
-        self.index = index
-        self.rng = random.Random(seed)
-        self.stop = stop
-        self.keys = worker_keys(index)
-        self.client: httpx.Client | None = None
-
-    def run(self) -> None:
-        try:
-            with self.kit.http(REQUEST_TIMEOUT) as client:
-                self.client = client
-                while not self.stop.is_set() and self.step():
-                    pass
-        except Exception:
-            self.kit.problem(f"worker {self.index} failed:\n{traceback.format_exc()}")
-
-    def send(self, method: str, url: str, **kwargs: Any) -> Reply:
-        assert self.client is not None
-        return send(self.client, method, url, **kwargs)
-
-    def step(self) -> bool:
-        bucket, key = self.rng.choice(self.keys)
-        entries = self.kit.views[(bucket, key)]
-        state = tuple(item for item, _ in entries)
-        with self.kit.lock:
-            firm = set(self.kit.ledger.key(bucket, key).firm)
-        if len(firm) > 1:
-            return False  # the checker's close-out got no answer (a problem already)
-        if firm != {state}:
-            self.kit.problem(f"test bug: {bucket}/{key} view {short(state)} vs ledger {firm}")
-            return False
-        roll = self.rng.random()
-        if roll < 0.2:
-            return self.multipart(bucket, key)
-        if roll < 0.4 and visible(state):
-            return self.delete(bucket, key)
-        if bucket == VERSIONED and len(entries) > MAX_VERSIONS:
-            return self.prune(bucket, key)
-        return self.put(bucket, key)
-
-    def body(self, size: int) -> bytes:
-        return self.kit.new_body(self.rng, size)
-
-    def put(self, bucket: str, key: str) -> bool:
-        large = self.rng.random() < LARGE_SHARE
-        size = self.rng.randint(600_000, 1_200_000) if large else self.rng.randint(0, 3000)
-        data = self.body(size)
-        digest = sha256(data)
-        headers = {"Content-Type": "application/octet-stream"}
-        if self.rng.random() < 0.3:
-            headers["X-Checksum-Sha256"] = digest
-        content: bytes | Iterator[bytes] = in_chunks(data) if self.rng.random() < 0.3 else data
-        reply = self.send("PUT", object_path(bucket, key), content=content, headers=headers)
-        what = f"PUT {bucket}/{key} ({len(data)} bytes)"
-        fate = self.kit.outcome(reply, what, 200)
-        with self.kit.lock:
-            self.kit.ledger.put(bucket, key, data, fate)
-            self.kit.note(fate, what, key_thing(bucket, key))
-        if fate != Fate.ACKED:
-            return False
-        self.kit.expect_object(reply, digest, what)
-        entry = (digest, reply.headers.get("X-Version-Id"))
-        self.kit.views[(bucket, key)] = (
-            [*self.kit.views[(bucket, key)], entry] if bucket == VERSIONED else [entry]
-        )
-        return True
-
-    def delete(self, bucket: str, key: str) -> bool:
-        reply = self.send("DELETE", object_path(bucket, key))
-        what = f"DELETE {bucket}/{key}"
-        fate = self.kit.outcome(reply, what, 204)
-        with self.kit.lock:
-            self.kit.ledger.delete(bucket, key, fate)
-            self.kit.note(fate, what, key_thing(bucket, key))
-        if fate != Fate.ACKED:
-            return False
-        views = self.kit.views
-        marked = [*views[(bucket, key)], (MARKER, None)]
-        views[(bucket, key)] = marked if bucket == VERSIONED else []
-        return True
-
-    def prune(self, bucket: str, key: str) -> bool:
-        """Delete the oldest version whose id is known, for good (keeps checks short)."""
-        entries = self.kit.views[(bucket, key)]
-        index = next((i for i, (_, vid) in enumerate(entries[:-1]) if vid is not None), None)
-        if index is None:
-            return self.put(bucket, key)
-        item, version_id = entries[index]
-        reply = self.send("DELETE", object_path(bucket, key), params={"version_id": version_id})
-        what = f"DELETE {bucket}/{key}?version_id={version_id}"
-        fate = self.kit.outcome(reply, what, 204)
-        with self.kit.lock:
-            self.kit.ledger.key(bucket, key).record(fate, drop_entry(index, item))
-            self.kit.note(fate, what, key_thing(bucket, key))
-        if fate != Fate.ACKED:
-            return False
-        self.kit.views[(bucket, key)] = entries[:index] + entries[index + 1 :]
-        return True
-
-    def multipart(self, bucket: str, key: str) -> bool:
-        """Init, 1-4 parts (one sometimes sent twice), then complete (all parts or a
-        subset), abort, or leave the session open for the checker to finish."""
-        kit = self.kit
-        reply = self.send("POST", "/multipart/init", json={"bucket": bucket, "key": key})
-        fate = kit.outcome(reply, f"init {bucket}/{key}", 201)
-        upload_id: str | None = reply.json()["upload_id"] if fate == Fate.ACKED else None
-        with kit.lock:
-            kit.ledger.upload_started(upload_id, bucket, key, fate)
-            if upload_id is not None:
-                kit.note(fate, f"init {upload_id}", upload_thing(upload_id))
-        if upload_id is None:
-            return False
-        parts: dict[int, str] = {}
-        numbers = list(range(1, self.rng.randint(1, 4) + 1))
-        if len(numbers) > 1 and self.rng.random() < 0.25:
-            numbers.append(self.rng.choice(numbers))
-        for number in numbers:
-            if self.stop.is_set():
-                return False
-            size = 300_000 if self.rng.random() < 0.1 else self.rng.randint(1, 20_000)
-            data = self.body(size)
-            reply = self.send(
-                "PUT", f"/multipart/{upload_id}/part", params={"partNumber": number}, content=data
-            )
-            what = f"part {number} of {upload_id}"
-            fate = kit.outcome(reply, what, 200)
-            with kit.lock:
-                kit.ledger.part_stored(upload_id, number, data, fate)
-                kit.note(fate, what, upload_thing(upload_id))
-            if fate != Fate.ACKED:
-                return False
-            if reply.json().get("etag") != sha256(data):
-                kit.problem(f"{what}: acknowledged with etag {reply.json().get('etag')}")
-            parts[number] = sha256(data)
-        choice = self.rng.random()
-        if choice < 0.1:
-            return True
-        if choice < 0.3:
-            return kit.abort(self.client_or_fail(), upload_id)
-        chosen = sorted(parts.items())
-        if len(chosen) > 1 and self.rng.random() < 0.3:
-            chosen = sorted(self.rng.sample(chosen, self.rng.randint(1, len(chosen) - 1)))
-        return kit.complete(self.client_or_fail(), upload_id, bucket, key, tuple(chosen))
-
-    def client_or_fail(self) -> httpx.Client:
-        assert self.client is not None
-        return self.client
 
 
 class KillKit:
