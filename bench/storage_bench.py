@@ -39,7 +39,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from journal.fs import RealFileSystem  # noqa: E402
+from fsseam.fs import RealFileSystem  # noqa: E402
 from service.storage import PayloadStore, StagingUpload, run_blocking  # noqa: E402
 
 SCRATCH = os.path.join(REPO, ".bench-tmp")

@@ -26,10 +26,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
+from fsseam.simfs import SimFileSystem  # noqa: E402
 from journal import Journal, JournalError, JournalOptions  # noqa: E402
 from journal.framing import salvage, scan  # noqa: E402
 from journal.segment import segment_name  # noqa: E402
-from journal.simfs import SimFileSystem  # noqa: E402
 
 try:
     import atheris

@@ -1,22 +1,21 @@
-"""journal: the server's append-only event log, standalone (msgpack, crc32c, stdlib only).
+"""journal: the server's append-only event log (msgpack, crc32c, stdlib, and ``fsseam``).
 
-Modules, bottom up: ``fs`` (the file-system seam) and ``simfs`` (its crash-testing double),
+Modules, bottom up (over the file-system seam ``fsseam``, a package of its own):
 ``framing`` (record bytes, pure), ``segment`` (segment files), ``snapshot`` (snapshot
 files), ``recovery`` (opening: validate, cut, guard), ``writer`` (batch writes, rolls,
-fsyncs), ``journal`` (the public ``Journal`` with group commit), ``crashpoints`` (named
-places a crash harness can stop the process). The byte format is in
+fsyncs), ``journal`` (the public ``Journal`` with group commit). The byte format is in
 ``docs/journal-format.md``.
 
 Thread-safety: see each module; ``Journal`` is used from one event loop.
 """
 
+from fsseam.fs import FileSystem, RealFileSystem
 from journal.errors import (
     JournalClosedError,
     JournalCorruptionError,
     JournalError,
     JournalFailedError,
 )
-from journal.fs import FileSystem, RealFileSystem
 from journal.journal import Journal
 from journal.model import JournalOptions, JournalStats, Record, Snapshot
 

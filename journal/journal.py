@@ -33,9 +33,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from fsseam.fs import FileSystem, RealFileSystem
 from journal import framing
 from journal.errors import JournalClosedError, JournalError, JournalFailedError
-from journal.fs import FileSystem, RealFileSystem
 from journal.model import JournalOptions, JournalStats, Record, Snapshot, new_record
 from journal.recovery import Recovery, recover
 from journal.segment import read_segment

@@ -27,9 +27,9 @@ import os
 import time
 from dataclasses import dataclass
 
-from journal import crashpoints
+from fsseam import crashpoints
+from fsseam.fs import FileSystem, make_dirs_durably
 from journal.errors import JournalCorruptionError
-from journal.fs import FileSystem, make_dirs_durably
 from journal.model import JournalOptions, Snapshot
 from journal.segment import (
     broken_path,

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import msgpack
 
+from fsseam.fs import FileSystem
 from journal import framing
 from journal.errors import JournalCorruptionError
-from journal.fs import FileSystem
 from journal.model import Record, set_record_event, set_record_sequence
 
 SEGMENT_PREFIX = "segment-"

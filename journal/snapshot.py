@@ -25,8 +25,8 @@ import struct
 
 import crc32c
 
-from journal import crashpoints
-from journal.fs import FileSystem
+from fsseam import crashpoints
+from fsseam.fs import FileSystem
 from journal.model import Snapshot
 
 SNAPSHOT_PREFIX = "snapshot-"

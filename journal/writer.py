@@ -22,9 +22,10 @@ import os
 import threading
 from collections.abc import Sequence
 
-from journal import crashpoints, framing
+from fsseam import crashpoints
+from fsseam.fs import FileSystem, WritableFile
+from journal import framing
 from journal.errors import JournalFailedError
-from journal.fs import FileSystem, WritableFile
 from journal.model import JournalOptions
 from journal.recovery import Recovery
 from journal.segment import list_segments, segment_name

@@ -12,7 +12,7 @@ import tornado.web
 
 from service.context import AppContext
 from service.http.base import ApiHandler, NotFoundHandler
-from service.http.buckets import (
+from service.http.bucket_handlers import (
     BucketHandler,
     BucketsHandler,
     ObjectListHandler,
@@ -27,16 +27,16 @@ from service.http.identity import (
     UserHandler,
     UsersHandler,
 )
-from service.http.images import ImageHandler, ImageOptimizeHandler
-from service.http.multipart import (
+from service.http.image_handlers import ImageHandler, ImageOptimizeHandler
+from service.http.multipart_handlers import (
     MultipartCompleteHandler,
     MultipartInitHandler,
     MultipartListHandler,
     MultipartPartHandler,
     MultipartSessionHandler,
 )
+from service.http.object_handlers import ObjectHandler
 from service.http.object_reads import ObjectReadRouter, resolve_object_read
-from service.http.objects import ObjectHandler
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
 from service.http.videos import (
     PLAY_ROUTE,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from service.api_errors import ApiError
 from service.engine import Engine
-from service.errors import ApiError
 from service.meta import Bucket, Outcome, events
 from service.names import bucket_name_problem
 from service.timefmt import now_ms

@@ -34,6 +34,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from fsseam import crashpoints
+from fsseam.fs import FileSystem, RealFileSystem, make_dirs_durably
 from journal import (
     Journal,
     JournalClosedError,
@@ -41,11 +43,9 @@ from journal import (
     JournalFailedError,
     JournalOptions,
     Record,
-    crashpoints,
 )
-from journal.fs import FileSystem, RealFileSystem, make_dirs_durably
+from service.api_errors import ApiError
 from service.config import Config
-from service.errors import ApiError
 from service.meta import MetaState, Outcome, decode_snapshot, encode_snapshot, events, freeze
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 

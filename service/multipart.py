@@ -19,10 +19,10 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from journal import crashpoints
+from fsseam import crashpoints
+from service.api_errors import ApiError
 from service.buckets import outcome_error, require_bucket
 from service.engine import Engine
-from service.errors import ApiError
 from service.meta import ObjectVersion, PartInfo, UploadSession, events
 from service.objects import (
     DEFAULT_CONTENT_TYPE,

@@ -20,9 +20,9 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from service.api_errors import ApiError
 from service.buckets import outcome_error, require_bucket
 from service.engine import Engine
-from service.errors import ApiError
 from service.meta import ObjectVersion, events
 from service.names import key_problem
 from service.storage import PayloadStore, StagedPayload, StagingUpload

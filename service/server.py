@@ -19,13 +19,13 @@ import tornado.httpserver
 import tornado.ioloop
 import tornado.web
 
-from journal.fs import FileSystem
+from fsseam.fs import FileSystem
 from service.app import make_app, route_names
 from service.auth import CREDENTIALS_FILENAME, load_or_create_server_secret
-from service.bootstrap import bootstrap_if_empty
 from service.config import Config
 from service.context import AppContext
 from service.engine import Engine, install_crash_hook
+from service.first_run import bootstrap_if_empty
 from service.media.video_shares import reap_expired_shares
 from service.meta import events
 from service.multipart import reap_expired_uploads

@@ -17,14 +17,7 @@ API is re-exported here; the modules behind it each hold one job:
 See docs/security.md for the threat model these serve.
 """
 
-from service.auth.bootstrap import (
-    ADMIN_USERNAME,
-    CREDENTIALS_FILENAME,
-    BootstrapCredentials,
-    resolve_bootstrap,
-    write_credentials_file,
-)
-from service.auth.errors import (
+from service.auth.auth_errors import (
     WWW_AUTHENTICATE,
     AccessDeniedError,
     AccountDisabledError,
@@ -34,6 +27,13 @@ from service.auth.errors import (
     SignatureExpiredError,
     SignatureInvalidError,
     UnauthorizedError,
+)
+from service.auth.bootstrap import (
+    ADMIN_USERNAME,
+    CREDENTIALS_FILENAME,
+    BootstrapCredentials,
+    resolve_bootstrap,
+    write_credentials_file,
 )
 from service.auth.keys import (
     ACCESS_KEY_ID_PREFIX,

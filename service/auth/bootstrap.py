@@ -19,8 +19,8 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from journal.fs import FileSystem
-from service.auth.errors import BootstrapError
+from fsseam.fs import FileSystem
+from service.auth.auth_errors import BootstrapError
 from service.auth.keys import generate_access_key, is_access_key_id, is_secret_key
 from service.auth.passwords import validate_password
 from service.auth.private_file import write_private_file

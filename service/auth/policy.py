@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from service.auth.errors import AccessDeniedError
+from service.auth.auth_errors import AccessDeniedError
 
 Role = Literal["admin", "user"]
 Via = Literal["access_key", "token", "presign", "share"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from journal.fs import FileSystem
+from fsseam.fs import FileSystem
 
 PRIVATE_FILE_MODE = 0o600
 

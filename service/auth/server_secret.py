@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import secrets
 
-from journal.fs import FileSystem
-from service.auth.errors import ServerSecretError
+from fsseam.fs import FileSystem
+from service.auth.auth_errors import ServerSecretError
 from service.auth.private_file import read_private_file, write_private_file
 
 SERVER_SECRET_FILENAME = "server-secret"

@@ -22,9 +22,9 @@ from typing import Any
 import tornado.web
 from tornado.http1connection import HTTP1Connection
 
+from service.api_errors import ApiError, error_body
 from service.auth import Action, Principal, Resource, Scope, authorize
 from service.context import AppContext
-from service.errors import ApiError, error_body
 from service.http.authn import authenticate
 from service.meta import MetaState
 

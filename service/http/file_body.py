@@ -30,7 +30,7 @@ from concurrent.futures import Executor
 from tornado.http1connection import HTTP1Connection
 from tornado.iostream import StreamClosedError
 
-from journal.fs import ReadableFile
+from fsseam.fs import ReadableFile
 
 BUFFER_BYTES = 256 * 1024
 _MAX_BYTES_PER_JOB = 64 * 1024 * 1024

@@ -19,6 +19,7 @@ import time
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from service.api_errors import ApiError
 from service.auth import (
     AccountDisabledError,
     Action,
@@ -38,7 +39,6 @@ from service.auth import (
 )
 from service.auth.passwords import MAX_PASSWORD_CHARS
 from service.buckets import outcome_error, require_bucket
-from service.errors import ApiError
 from service.http.base import ApiHandler
 from service.meta import AccessKey, MetaState, User, events
 from service.names import key_problem

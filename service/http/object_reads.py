@@ -39,9 +39,9 @@ from tornado.httputil import (
 )
 from tornado.iostream import StreamClosedError
 
+from service.api_errors import ApiError, error_body
 from service.auth import Action, Principal
 from service.context import AppContext
-from service.errors import ApiError, error_body
 from service.http.authn import authenticate, is_presigned, presigned_principal
 from service.http.base import authorize_action, new_request_id, valid_request_id
 from service.http.file_body import send_file_body

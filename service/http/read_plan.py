@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from service.errors import ApiError
+from service.api_errors import ApiError
 from service.http.conditions import (
     ByteWindow,
     RangeResult,

@@ -17,7 +17,7 @@ import time
 
 import tornado.web
 
-from service.errors import ApiError
+from service.api_errors import ApiError
 from service.http.base import BODYLESS_METHODS, ApiHandler
 from service.objects import storage_failure
 from service.storage import StagedPayload, StagingUpload

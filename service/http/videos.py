@@ -23,10 +23,10 @@ from urllib.parse import quote
 
 from tornado.httputil import HTTPServerRequest
 
+from service.api_errors import ApiError
 from service.auth import Action, Principal, Resource, is_allowed, validate_expires_in
 from service.buckets import require_bucket
 from service.context import AppContext
-from service.errors import ApiError
 from service.http.base import ApiHandler, authorize_action
 from service.http.object_reads import ReadTarget
 from service.http.render import object_json

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import cast
 
-from journal.fs import FileSystem
+from fsseam.fs import FileSystem
 from service.media.images import FORMATS, ImageFormat, ImageParams
 
 log = logging.getLogger("service.media")

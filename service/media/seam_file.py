@@ -13,7 +13,7 @@ from typing import Protocol
 
 
 class RandomAccessFile(Protocol):
-    """What the media decoders need of a payload file (``journal.fs.ReadableFile`` has it)."""
+    """What the media decoders need of a payload file (``fsseam.fs.ReadableFile`` has it)."""
 
     def read(self, size: int = -1) -> bytes: ...
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING
 
+from service.api_errors import ApiError
 from service.buckets import outcome_error, require_bucket
 from service.engine import Engine
-from service.errors import ApiError
 from service.media.video_outputs import default_output_prefix, is_output_name
 from service.media.video_params import JobParams
 from service.meta import VideoJob, events

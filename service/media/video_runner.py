@@ -35,16 +35,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import service
-from journal.fs import ReadableFile
+from fsseam.fs import ReadableFile
+from service.api_errors import ApiError
 from service.engine import Engine
-from service.errors import ApiError
 from service.media.video_errors import VideoParamsError
 from service.media.video_jobs import remove_outputs
 from service.media.video_outputs import content_type_for, is_output_name, store_order
 from service.media.video_params import JobParams
 from service.media.video_scratch import ScratchSpace
 from service.meta import VideoJob, events
-from service.meta.media import FINISHED
+from service.meta.video_state import FINISHED
 from service.objects import PutIntent, store_server_made
 from service.timefmt import now_ms
 

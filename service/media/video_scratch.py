@@ -16,7 +16,7 @@ import os
 import re
 import secrets
 
-from journal.fs import FileSystem
+from fsseam.fs import FileSystem
 
 _JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import secrets
 
+from service.api_errors import ApiError
 from service.auth import (
     SignatureExpiredError,
     SignatureInvalidError,
@@ -30,7 +31,6 @@ from service.auth import (
 )
 from service.buckets import outcome_error
 from service.engine import Engine
-from service.errors import ApiError
 from service.media.video_outputs import is_output_name
 from service.meta import ObjectVersion, VideoJob, VideoShare, events
 from service.objects import refuse_quarantined

@@ -135,7 +135,7 @@ class AccessKey:
 
 @dataclass(frozen=True, slots=True)
 class VideoJob:
-    """A video packaging job (``service.meta.media``). ``params`` is the journaled form of
+    """A video packaging job (``service.meta.video_state``). ``params`` is the journaled form of
     the request (``service.media.video_params.JobParams.to_document``); ``outputs`` maps
     ``hls``/``dash`` to the key of the master playlist / manifest once completed."""
 

@@ -40,7 +40,6 @@ from sortedcontainers import SortedDict, SortedList
 from service.meta import events, fields, listing
 from service.meta.accounts import Accounts
 from service.meta.fields import MalformedEventError
-from service.meta.media import Media
 from service.meta.model import (
     NULL_VERSION_ID,
     AccessKey,
@@ -57,6 +56,7 @@ from service.meta.model import (
     VideoShare,
 )
 from service.meta.outcome import Outcome, accepted, rejected
+from service.meta.video_state import Media
 
 MAX_PART_NUMBER = 10_000
 
@@ -297,7 +297,7 @@ class MetaState:
         return accepted(updated)
 
     def _bucket_and_its_jobs_deleted(self, event: Mapping[str, Any]) -> Outcome:
-        """A deleted bucket takes its video jobs and shares along (``service.meta.media``)."""
+        """A deleted bucket takes its video jobs and shares along (``service.meta.video_state``)."""
         outcome = self._bucket_deleted(event)
         if outcome.ok:
             self._media.forget_bucket(fields.text(event, "name"))

@@ -18,7 +18,7 @@ keep that from ever serving wrong bytes:
    still refuses to serve those bytes; reads of a quarantined payload answer an integrity
    error instead. The GC drops quarantine entries once nothing references them.
 
-Every file operation goes through the ``journal.fs.FileSystem`` seam. Methods block: call
+Every file operation goes through the ``fsseam.fs.FileSystem`` seam. Methods block: call
 them from executor threads. Thread-safety: no state of its own besides immutable paths;
 concurrent calls touch different files.
 """
@@ -29,8 +29,8 @@ import contextlib
 import os
 from collections.abc import Iterable
 
-from journal import crashpoints
-from journal.fs import FileSystem
+from fsseam import crashpoints
+from fsseam.fs import FileSystem
 from service.storage import layout
 from service.storage.layout import Layout
 

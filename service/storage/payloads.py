@@ -10,7 +10,7 @@ In ``strict`` durability every step that a later step depends on is made durable
 staged data before the rename, the rename (and any fan-out directory it needed) before the
 journal commit. In ``balanced`` durability the OS writes back when it likes.
 
-Every file operation goes through the ``journal.fs.FileSystem`` seam. All methods block;
+Every file operation goes through the ``fsseam.fs.FileSystem`` seam. All methods block;
 call them from executor threads. They are safe to call concurrently: the only shared
 mutable state is the set of fan-out directories known to exist, guarded by a lock.
 """
@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from journal import crashpoints
-from journal.fs import FileSystem, ReadableFile
+from fsseam import crashpoints
+from fsseam.fs import FileSystem, ReadableFile
 from service.config import Durability
 from service.storage import layout
 from service.storage.layout import Layout
@@ -43,7 +43,7 @@ STORAGE_CRASH_POINTS = (
     "gc.batch",
     "staging.sweep",
 )
-"""The names this package passes to ``journal.crashpoints.hit``, in PUT order first."""
+"""The names this package passes to ``fsseam.crashpoints.hit``, in PUT order first."""
 
 JOIN_BUFFER_BYTES = 8 * 1024 * 1024
 """Window of a multipart join: big enough that syscalls are noise, small enough to ignore."""

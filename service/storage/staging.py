@@ -28,8 +28,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from journal import crashpoints
-from journal.fs import FileSystem, ReadableFile, WritableFile
+from fsseam import crashpoints
+from fsseam.fs import FileSystem, ReadableFile, WritableFile
 
 log = logging.getLogger("service.storage")
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.auth.errors import (
+from service.api_errors import STATUS_BY_CODE, ApiError
+from service.auth.auth_errors import (
     WWW_AUTHENTICATE,
     AccessDeniedError,
     AccountDisabledError,
@@ -13,7 +14,6 @@ from service.auth.errors import (
     SignatureInvalidError,
     UnauthorizedError,
 )
-from service.errors import STATUS_BY_CODE, ApiError
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.auth.errors import AccessDeniedError
+from service.auth.auth_errors import AccessDeniedError
 from service.auth.policy import Action, Principal, Resource, Scope, Via, authorize, is_allowed
 
 ADMIN = Principal("u_admin", "admin", "admin", "bk_ADMINKEY", "access_key")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from journal.fs import RealFileSystem
+from fsseam.fs import RealFileSystem
+from service.auth.auth_errors import BootstrapError
 from service.auth.bootstrap import (
     ADMIN_PASSWORD_ENV,
     CREDENTIALS_FILENAME,
@@ -20,7 +21,6 @@ from service.auth.bootstrap import (
     resolve_bootstrap,
     write_credentials_file,
 )
-from service.auth.errors import BootstrapError
 from service.auth.passwords import validate_password
 
 KEY_ID = "bk_ROOTKEY123"

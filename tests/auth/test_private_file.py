@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from journal.fs import RealFileSystem
+from fsseam.fs import RealFileSystem
 from service.auth.private_file import read_private_file, write_private_file
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from journal.fs import RealFileSystem
-from service.auth.errors import ServerSecretError
+from fsseam.fs import RealFileSystem
+from service.auth.auth_errors import ServerSecretError
 from service.auth.server_secret import (
     SERVER_SECRET_BYTES,
     SERVER_SECRET_FILENAME,

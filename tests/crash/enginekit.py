@@ -30,12 +30,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from journal import Journal, JournalOptions, crashpoints
-from journal.simfs import CrashMode, ManualClock, SimFileSystem, SimulatedCrash
+from fsseam import crashpoints
+from fsseam.simfs import CrashMode, ManualClock, SimFileSystem, SimulatedCrash
+from journal import Journal, JournalOptions
 from service import buckets, multipart, objects
+from service.api_errors import ApiError
 from service.config import Config, Durability
 from service.engine import Engine
-from service.errors import ApiError
 from service.meta import ObjectVersion, PartInfo
 from service.objects import PutIntent
 from service.storage import StagedPayload, StagingUpload, layout

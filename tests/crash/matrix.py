@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from journal.simfs import CRASH_MODES, CrashMode, Fault, SimFileSystem, SimulatedCrash
+from fsseam.simfs import CRASH_MODES, CrashMode, Fault, SimFileSystem, SimulatedCrash
 from service.config import Durability
 from tests.crash.enginekit import (
     GC_GRACE,

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from journal import crashpoints
-from journal.simfs import CRASH_MODES, CrashMode, Fault, FaultKind, SimulatedCrash
+from fsseam import crashpoints
+from fsseam.simfs import CRASH_MODES, CrashMode, Fault, FaultKind, SimulatedCrash
 from service.config import Durability
 from tests.crash.enginekit import (
     CrashPoints,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.errors import ApiError
+from service.api_errors import ApiError
 from service.http.conditions import ByteWindow
 from service.http.read_plan import plan_read
 from service.meta import ObjectVersion

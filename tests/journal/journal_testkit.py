@@ -13,9 +13,9 @@ from typing import Any
 import crc32c
 import msgpack
 
+from fsseam.fs import FileSystem, RealFileSystem
 from journal import Journal, JournalError, JournalOptions, Record, Snapshot
 from journal.framing import CHECKSUM_START, HEADER, HEADER_SIZE
-from journal.fs import FileSystem, RealFileSystem
 from journal.segment import list_segments
 from journal.snapshot import list_snapshots
 

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fsseam.simfs import SimFileSystem
 from journal import Journal, JournalCorruptionError
 from journal.framing import MAGIC, encode_record
 from journal.segment import segment_name
-from journal.simfs import SimFileSystem
 
 FUZZ_TARGET = os.path.join(os.path.dirname(__file__), "..", "..", "fuzz", "fuzz_journal_reader.py")
 

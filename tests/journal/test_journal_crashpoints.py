@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from journal import Journal, JournalError, JournalOptions, crashpoints
-from journal.crashpoints import JOURNAL_CRASH_POINTS
+from fsseam import crashpoints
+from fsseam.crashpoints import JOURNAL_CRASH_POINTS
+from fsseam.simfs import CRASH_MODES, CrashMode, SimFileSystem, SimulatedCrash
+from journal import Journal, JournalError, JournalOptions
 from journal.segment import segment_name
-from journal.simfs import CRASH_MODES, CrashMode, SimFileSystem, SimulatedCrash
 from tests.journal.journal_testkit import (
     History,
     Step,

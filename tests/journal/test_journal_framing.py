@@ -13,9 +13,9 @@ from collections.abc import Callable
 import pytest
 
 import journal
+from fsseam.fs import RealFileSystem
 from journal import Journal, framing, segment, snapshot
 from journal.framing import Damage, encode_batch, encode_event, encode_record, salvage, scan
-from journal.fs import RealFileSystem
 from journal.segment import segment_name
 from tests.journal.journal_testkit import (
     event,
@@ -123,8 +123,8 @@ def test_package_exports_its_public_names() -> None:
     } <= set(journal.__all__)
 
 
-def test_journal_imports_only_msgpack_crc32c_and_the_standard_library() -> None:
-    allowed = {"msgpack", "crc32c", "journal", *sys.stdlib_module_names}
+def test_journal_imports_only_msgpack_crc32c_the_seam_and_the_standard_library() -> None:
+    allowed = {"msgpack", "crc32c", "journal", "fsseam", *sys.stdlib_module_names}
     for path in PACKAGE.glob("*.py"):
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
@@ -176,3 +176,16 @@ def test_the_worked_example_of_the_format_doc_matches_the_encoder() -> None:
     assert first[4:8].hex(" ") in doc
     assert first[28:48].hex(" ") in doc
     assert second[:12].hex(" ") in doc
+
+
+def test_the_file_system_seam_imports_nothing_of_ours() -> None:
+    seam = PACKAGE.parent / "fsseam"
+    allowed = {"fsseam", *sys.stdlib_module_names}
+    for path in seam.glob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                assert (node.module or "").split(".")[0] in allowed, f"{path.name}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert alias.name.split(".")[0] in allowed, f"{path.name}"

@@ -9,6 +9,8 @@ import threading
 
 import pytest
 
+from fsseam import crashpoints
+from fsseam.simfs import SimFileSystem
 from journal import (
     Journal,
     JournalClosedError,
@@ -16,9 +18,7 @@ from journal import (
     JournalFailedError,
     JournalOptions,
     Record,
-    crashpoints,
 )
-from journal.simfs import SimFileSystem
 from tests.journal.journal_testkit import event, reopen_async, sequences
 
 DIRECTORY = "/data/journal"

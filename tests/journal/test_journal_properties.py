@@ -28,10 +28,10 @@ from hypothesis.stateful import (
     rule,
 )
 
+from fsseam.simfs import CRASH_MODES, CrashMode, SimFileSystem, SimulatedCrash
 from journal import Journal, JournalCorruptionError, JournalError, JournalOptions
 from journal.framing import HEADER
 from journal.segment import parse_segment_name
-from journal.simfs import CRASH_MODES, CrashMode, SimFileSystem, SimulatedCrash
 from journal.snapshot import parse_snapshot_name
 from tests.journal.journal_testkit import (
     History,

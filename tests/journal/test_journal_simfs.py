@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from journal.fs import FileSystem, RealFileSystem, WritableFile
-from journal.simfs import Fault, ManualClock, SimFileSystem, SimulatedCrash
+from fsseam.fs import FileSystem, RealFileSystem, WritableFile
+from fsseam.simfs import Fault, ManualClock, SimFileSystem, SimulatedCrash
 from tests.journal.journal_testkit import read_file
 
 

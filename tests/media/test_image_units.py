@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-import service.http.images as http_images
-from journal.simfs import CRASH_MODES, ManualClock, SimFileSystem
+import service.http.image_handlers as http_images
+from fsseam.simfs import CRASH_MODES, ManualClock, SimFileSystem
 from service.media import images
 from service.media.image_cache import CachedVariant, ImageCache, variant_key
 from service.media.images import (

@@ -17,8 +17,8 @@ import av
 import pytest
 from PIL import Image
 
-from journal.fs import RealFileSystem
-from journal.simfs import SimFileSystem
+from fsseam.fs import RealFileSystem
+from fsseam.simfs import SimFileSystem
 from service.media import video_outputs, video_package, video_params
 from service.media.video_errors import UndecodableVideoError, VideoParamsError
 from service.media.video_outputs import content_type_for, is_output_name

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from journal import crashpoints
-from journal.fs import ReadableFile, RealFileSystem, WritableFile
+from fsseam import crashpoints
+from fsseam.fs import ReadableFile, RealFileSystem, WritableFile
 
 
 class _WatchedFile:

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from journal.fs import RealFileSystem
+from fsseam.fs import RealFileSystem
 from service.storage import PayloadStore, payloads
 
 

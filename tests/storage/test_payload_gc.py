@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from journal.fs import RealFileSystem
+from fsseam.fs import RealFileSystem
 from service.storage import PayloadStore, payloads
 
 HOUR = 3600.0

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from journal.fs import RealFileSystem
+from fsseam.fs import RealFileSystem
 from service.storage import PayloadStore, StagedPayload
 from tests.storage.conftest import RecordingFileSystem
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from journal.fs import FileSystem, RealFileSystem
+from fsseam.fs import FileSystem, RealFileSystem
 from service.storage import PayloadStore, StagingUpload, pipeline, run_blocking
 
 T = TypeVar("T")

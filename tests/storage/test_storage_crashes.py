@@ -11,7 +11,7 @@ import hashlib
 
 import pytest
 
-from journal.simfs import CRASH_MODES, CrashMode, ManualClock, SimFileSystem, SimulatedCrash
+from fsseam.simfs import CRASH_MODES, CrashMode, ManualClock, SimFileSystem, SimulatedCrash
 from service.storage import PayloadStore
 
 ROOT = "/data"

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.api_errors import ApiError
 from service.auth import Action
-from service.errors import ApiError
 from service.http.base import ApiHandler
 from service.http.identity import require_string
 from service.media.image_variants import Variant

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.api_errors import ApiError
 from service.auth import Action
 from service.buckets import require_bucket
-from service.errors import ApiError
 from service.http.base import ApiHandler
-from service.http.objects import parse_expected_sha256
+from service.http.object_handlers import parse_expected_sha256
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
 from service.meta import PartInfo, UploadSession

@@ -13,9 +13,9 @@ import re
 import time
 from typing import Any
 
-from journal import crashpoints
+from fsseam import crashpoints
+from service.api_errors import ApiError
 from service.auth import Action, Principal
-from service.errors import ApiError
 from service.http.authn import is_presigned, presigned_principal
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler

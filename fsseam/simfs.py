@@ -1,6 +1,6 @@
 """A simulated, in-memory file system for crash and fault testing.
 
-``SimFileSystem`` implements ``journal.fs.FileSystem`` and remembers, per file and per
+``SimFileSystem`` implements ``fsseam.fs.FileSystem`` and remembers, per file and per
 directory, what is only cached and what is durable:
 
 - file data becomes durable with ``fsync`` on a handle of that file;
@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from journal.fs import FileStat, ReadableFile, WritableFile
+from fsseam.fs import FileStat, ReadableFile, WritableFile
 
 CrashMode = Literal["lose_unsynced", "keep_unsynced", "random_subset", "torn_tail"]
 CRASH_MODES: tuple[CrashMode, ...] = (

@@ -4,7 +4,7 @@ Why a seam: durability bugs live in the gap between what a program wrote and wha
 keeps after a power loss. Routing every ``open``/``write``/``fsync``/``rename``/``unlink``
 through one small interface lets tests substitute a simulated file system that remembers
 what is only cached and what is durable, crashes at operation *k*, or fails with EIO or
-ENOSPC (see ``journal.simfs``). A test walks the source tree and fails on any direct
+ENOSPC (see ``fsseam.simfs``). A test walks the source tree and fails on any direct
 ``os``/``open``/``shutil`` file call outside this module.
 
 Thread-safety: ``RealFileSystem`` holds no state; each file object is used by one thread

@@ -13,9 +13,9 @@ import binascii
 import json
 from typing import Any
 
+from service.api_errors import ApiError
 from service.auth import Action
 from service.buckets import create_bucket, delete_bucket, require_bucket, update_bucket
-from service.errors import ApiError
 from service.http.base import ApiHandler
 from service.http.render import bucket_json, object_json, version_json
 
