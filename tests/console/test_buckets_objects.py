@@ -237,6 +237,6 @@ def test_preview_an_image_through_the_image_endpoint(
     image = page.get_by_role("img", name="Preview of photos/red.png")
     expect(image).to_be_visible()
     # Resized by the image endpoint to fit 1200x900, keeping the aspect ratio.
-    page.wait_for_function("document.querySelector('.preview-image').naturalWidth > 0")
+    page.wait_for_function("() => document.querySelector('.preview-image')?.naturalWidth > 0")
     assert image.evaluate("img => [img.naturalWidth, img.naturalHeight]") == [1200, 750]
     expect(page.get_by_text("image/png")).to_be_visible()

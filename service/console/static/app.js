@@ -70,7 +70,7 @@ function renderShell(path, content) {
   const user = session.user;
   const nav = h("nav", { class: "sidebar", id: "sidebar", "aria-label": "Main" },
     navLink("#/buckets", "Buckets", "▤", path),
-    navLink("#/keys", "Access keys", "⚿", path),
+    navLink("#/keys", "Access keys", "◈", path),
     session.isAdmin ? navLink("#/users", "Users", "☺", path) : null,
     session.isAdmin ? navLink("#/dashboard", "Dashboard", "◔", path) : null);
   const menu = h("button", { type: "button", class: "btn btn-icon menu-toggle", "aria-label": "Menu",
