@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 from PIL import Image
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import BrowserContext, Page, Route, expect
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.console.conftest import sign_in
@@ -240,3 +240,41 @@ def test_preview_an_image_through_the_image_endpoint(
     page.wait_for_function("() => document.querySelector('.preview-image')?.naturalWidth > 0")
     assert image.evaluate("img => [img.naturalWidth, img.naturalHeight]") == [1200, 750]
     expect(page.get_by_text("image/png")).to_be_visible()
+
+
+def test_a_failed_multipart_upload_is_retried_without_resending_stored_parts(
+    context: BrowserContext, admin_api: httpx.Client, tmp_path: Path
+) -> None:
+    context.add_init_script(
+        "sessionStorage.setItem('console.multipartThresholdBytes', String(256 * 1024));"
+        "sessionStorage.setItem('console.partSizeBytes', String(64 * 1024));"
+    )
+    page = context.new_page()
+    sign_in(page)
+    name = make_bucket(admin_api)
+    big = tmp_path / "flaky.bin"
+    big.write_bytes(secrets.token_bytes(700 * 1024))
+    seen: list[str] = []
+
+    def fail_the_fourth_part(route: Route) -> None:
+        seen.append(route.request.url)
+        if len(seen) == 4:
+            route.abort("connectionreset")
+        else:
+            route.continue_()
+
+    page.route("**/api/v1/multipart/*/part?*", fail_the_fourth_part)
+    before = part_requests(admin_api)
+    page.goto(f"/console/#/buckets/{name}")
+    page.get_by_label("Upload files").set_input_files(big)
+    uploads = page.get_by_role("region", name="Uploads")
+    expect(uploads.get_by_text("Failed: the connection failed")).to_be_visible()
+    assert "flaky.bin" not in keys_of(admin_api, name)
+    uploads.get_by_role("button", name="Retry upload of flaky.bin").click()
+    expect(uploads.get_by_role("heading")).to_have_text("Uploads: 1 of 1 done")
+    stored = keys_of(admin_api, name)["flaky.bin"]
+    assert stored["sha256_checksum"] == hashlib.sha256(big.read_bytes()).hexdigest()
+    # The retry resumed the session: the parts the server held were not sent again (a part
+    # still in flight when the first attempt failed may be sent twice).
+    assert 11 <= part_requests(admin_api) - before <= 13
+    assert admin_api.get("/multipart", params={"bucket": name}).json()["uploads"] == []
