@@ -9,14 +9,18 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import os
 from pathlib import Path
 
 import httpx
 import pytest
 
-from service.http.console import STATIC_ROOT, read_static, static_path
+from journal.fs import RealFileSystem
+from service.http.console import STATIC_ROOT as STATIC_DIR
+from service.http.console import ConsoleFiles, catalogue
 from tests.serverproc import ServerProcess
 
+STATIC_ROOT = Path(STATIC_DIR)
 CONSOLE_DIR = STATIC_ROOT.parent
 
 
@@ -110,20 +114,32 @@ def test_other_methods_are_refused(server: ServerProcess) -> None:
     assert response.json()["error"]["code"] == "MethodNotAllowed"
 
 
-def test_a_symlink_cannot_lead_out_of_the_static_root(tmp_path: Path) -> None:
+def test_the_catalogue_holds_only_files_of_known_types(tmp_path: Path) -> None:
     root = tmp_path / "static"
-    root.mkdir()
-    (tmp_path / "secret.txt").write_text("secret")
-    (root / "inside.txt").write_text("inside")
-    (root / "link.txt").symlink_to(tmp_path / "secret.txt")
+    (root / "vendor" / "lib").mkdir(parents=True)
+    (root / "index.html").write_text("<html>")
+    (root / "vendor" / "lib" / "lib.js").write_text("js")
+    (root / "vendor" / "lib" / "LICENSE").write_text("licence")
+    (root / ".hidden.js").write_text("x")
     (root / "dir.js").mkdir()
-    assert read_static(root / "inside.txt", root) == b"inside"
-    assert read_static(root / "link.txt", root) is None
-    assert read_static(root / "dir.js", root) is None
-    assert read_static(root / "missing.txt", root) is None
-    assert static_path("", root) == root / "index.html"
-    assert static_path("a/../b.js", root) is None
-    assert static_path("vendor/x.exe", root) is None
+    (tmp_path / "secret.txt").write_text("secret")
+    fs = RealFileSystem()
+    assert catalogue(fs, str(root)) == {
+        "index.html": str(root / "index.html"),
+        "vendor/lib/lib.js": str(root / "vendor" / "lib" / "lib.js"),
+    }
+    files = ConsoleFiles(fs, str(root))
+    assert files.load("") == files.load("index.html")
+    index = files.load("index.html")
+    assert index is not None and index.body == b"<html>"
+    for path in ("../secret.txt", "vendor", "vendor/lib/LICENSE", "dir.js", ".hidden.js"):
+        assert files.load(path) is None, path
+    # An edited file is read again (its modification time changed).
+    (root / "index.html").write_text("<html lang=en>")
+    os.utime(root / "index.html", (1, 1))
+    reloaded = files.load("index.html")
+    assert reloaded is not None and reloaded.body == b"<html lang=en>"
+    assert reloaded.etag != index.etag
 
 
 def test_vendored_hls_matches_its_pin() -> None:
