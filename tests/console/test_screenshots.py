@@ -88,6 +88,9 @@ def demo(admin_api: httpx.Client, tmp_path_factory: pytest.TempPathFactory) -> N
     for index in range(12):
         admin_api.put(f"/buckets/backups/objects/db/{index:03d}.dump", content=b"d" * 40_000)
     admin_api.put("/buckets/website-assets/objects/site.css", content=b"body{}" * 500)
+    for username, role in (("maria", "admin"), ("deploy-bot", "user"), ("jonas", "user")):
+        body = {"username": username, "password": f"{username}-password", "role": role}
+        assert admin_api.post("/users", json=body).status_code == 201
 
 
 def test_take_the_screenshots_of_the_docs(

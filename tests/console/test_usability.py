@@ -42,6 +42,8 @@ def test_every_control_on_every_page_has_an_accessible_name(
     admin_api.put(f"/buckets/{name}/objects/docs/a.txt", content=b"a")
     admin_api.put(f"/buckets/{name}/objects/top.txt", content=b"t")
     page = admin_page
+    messages: list[str] = []
+    page.on("console", lambda message: messages.append(message.text))
     pages = {
         "/console/#/buckets": "Buckets",
         f"/console/#/buckets/{name}": "Per page",
@@ -60,6 +62,8 @@ def test_every_control_on_every_page_has_an_accessible_name(
     page.get_by_role("button", name="Link to top.txt").click()
     expect(page.get_by_role("dialog", name="Presigned link")).to_be_visible()
     assert page.evaluate(UNNAMED_CONTROLS) == []
+    refused = [text for text in messages if "Content Security Policy" in text]
+    assert refused == [], "the page broke its own Content Security Policy"
 
 
 def test_sign_in_and_create_a_bucket_by_keyboard_alone(page: Page, admin_api: httpx.Client) -> None:

@@ -8,6 +8,8 @@ export function h(tag, props = {}, ...children) {
     if (name === "class") el.className = value;
     else if (name === "text") el.textContent = value;
     else if (name === "dataset") Object.assign(el.dataset, value);
+    // Styles through the CSSOM: the page's policy (style-src 'self') refuses style attributes.
+    else if (name === "style") Object.assign(el.style, value);
     else if (name.startsWith("on") && typeof value === "function") {
       el.addEventListener(name.slice(2).toLowerCase(), value);
     } else if (name === "value" || name === "checked" || name === "selected") el[name] = value;

@@ -22,8 +22,8 @@ function latencyTable(caption, stages) {
       h("th", { scope: "row", text: stage.replace(/_/g, " ") }),
       ["p50", "p95", "p99"].map((p) => h("td", { class: "num", "data-label": p, text: q[p] == null ? "—" : `${q[p].toFixed(1)} ms` })),
       h("td", { class: "bar-cell", "aria-hidden": "true" },
-        h("span", { class: "bar p99", style: `width:${((q.p99 || 0) / max) * 100}%` }),
-        h("span", { class: "bar p50", style: `width:${((q.p50 || 0) / max) * 100}%` })))))));
+        h("span", { class: "bar p99", style: { width: `${((q.p99 || 0) / max) * 100}%` } }),
+        h("span", { class: "bar p50", style: { width: `${((q.p50 || 0) / max) * 100}%` } })))))));
 }
 
 /** Request totals by status class from the Prometheus text (service_http_requests_total). */
@@ -94,11 +94,11 @@ export function dashboardView() {
           h("section", { class: "card", "aria-labelledby": "put-title" },
             h("h2", { id: "put-title", text: "Uploads (PUT)" }),
             h("p", { class: "figures" }, h("strong", { text: perf.put.count.toLocaleString() }), ` requests · ${formatBytes(perf.put.bytes)} · ${formatBytes(perf.put.throughput_bytes_per_second)}/s`),
-            latencyTable(`PUT latency over the last ${perf.window_seconds} s`, perf.put.latency_ms)),
+            latencyTable(`PUT latency over the last ${perf.window_seconds} s (bars: p50 dark, p99 light)`, perf.put.latency_ms)),
           h("section", { class: "card", "aria-labelledby": "get-title" },
             h("h2", { id: "get-title", text: "Downloads (GET)" }),
             h("p", { class: "figures" }, h("strong", { text: perf.get.count.toLocaleString() }), ` requests · ${formatBytes(perf.get.bytes)} · ${formatBytes(perf.get.throughput_bytes_per_second)}/s`),
-            latencyTable(`GET latency over the last ${perf.window_seconds} s`, perf.get.latency_ms))),
+            latencyTable(`GET latency over the last ${perf.window_seconds} s (bars: p50 dark, p99 light)`, perf.get.latency_ms))),
         h("div", { class: "grid-2" },
           h("section", { class: "card", "aria-labelledby": "rate-title" },
             h("h2", { id: "rate-title", text: "Request rate" }),
