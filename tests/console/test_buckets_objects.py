@@ -167,7 +167,7 @@ def part_requests(api: httpx.Client) -> int:
     return total
 
 
-def test_a_large_file_goes_up_in_multipart_parts(
+def test_a_large_file_goes_up_in_parallel_multipart_parts(
     context: BrowserContext, admin_api: httpx.Client, tmp_path: Path
 ) -> None:
     # Lower the multipart threshold and part size for this page (the defaults are 16 MiB and
@@ -182,9 +182,28 @@ def test_a_large_file_goes_up_in_multipart_parts(
     before = part_requests(admin_api)
     big = tmp_path / "big.bin"
     big.write_bytes(secrets.token_bytes(700 * 1024))
+    # Part requests are held until three are in flight at once: a console that sent parts
+    # one after another would never get past the first.
+    held: list[Route] = []
+    seen: list[str] = []
+    most_at_once = 0
+
+    def gather(route: Route) -> None:
+        nonlocal most_at_once
+        held.append(route)
+        seen.append(route.request.url)
+        most_at_once = max(most_at_once, len(held))
+        if len(held) >= 3 or len(seen) > 8:
+            batch = held[:]  # handlers interleave while continue_() waits: take, then clear
+            held.clear()
+            for waiting in batch:
+                waiting.continue_()
+
+    page.route("**/api/v1/multipart/*/part?*", gather)
     page.goto(f"/console/#/buckets/{name}")
     page.get_by_label("Upload files").set_input_files(big)
     expect(page.get_by_role("link", name="big.bin")).to_be_visible()
+    assert most_at_once >= 3 and len(seen) == 11
     stored = keys_of(admin_api, name)["big.bin"]
     assert stored["sha256_checksum"] == hashlib.sha256(big.read_bytes()).hexdigest()
     assert stored["size_bytes"] == 700 * 1024
