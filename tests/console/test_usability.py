@@ -91,6 +91,19 @@ def test_sign_in_and_create_a_bucket_by_keyboard_alone(page: Page, admin_api: ht
     expect(page.get_by_role("heading", name=name)).to_be_visible()
     assert admin_api.get(f"/buckets/{name}").status_code == 200
 
+    # The upload pickers are reached with Tab and opened with Space.
+    for _ in range(30):
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.id") == "upload-files":
+            break
+    expect(page.get_by_label("Upload files")).to_be_focused()
+    with page.expect_file_chooser() as chooser:
+        page.keyboard.press("Space")
+    chooser.value.set_files(
+        files=[{"name": "typed.txt", "mimeType": "text/plain", "buffer": b"by keyboard"}]
+    )
+    expect(page.get_by_role("link", name="typed.txt")).to_be_visible()
+
 
 def test_at_a_phone_width_the_menu_opens_the_navigation(context: BrowserContext) -> None:
     page = context.new_page()

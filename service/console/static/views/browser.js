@@ -177,10 +177,12 @@ export function browserView(bucket, query) {
     h("div", { class: "page-head" },
       h("h1", { text: prefix ? prefix.split("/").filter(Boolean).pop() : bucket }),
       h("div", { class: "toolbar" },
-        h("label", { for: "upload-files", class: "btn btn-primary", tabindex: "-1" },
-          h("span", { class: "icon", "aria-hidden": "true", text: "↑" }), "Upload files"), filesInput,
-        h("label", { for: "upload-folder", class: "btn btn-secondary", tabindex: "-1" },
-          h("span", { class: "icon", "aria-hidden": "true", text: "▰" }), "Upload folder"), folderInput,
+        // The inputs come first and are focusable (visually hidden): Tab reaches them, the
+        // label after each shows its focus ring, and Space opens the picker.
+        filesInput, h("label", { for: "upload-files", class: "btn btn-primary" },
+          h("span", { class: "icon", "aria-hidden": "true", text: "↑" }), "Upload files"),
+        folderInput, h("label", { for: "upload-folder", class: "btn btn-secondary" },
+          h("span", { class: "icon", "aria-hidden": "true", text: "▰" }), "Upload folder"),
         button("New folder", newFolder),
         button("Refresh", () => load(), { kind: "ghost" }),
         h("a", { class: "btn btn-ghost", href: `#/buckets/${encodeURIComponent(bucket)}/settings`, text: "Bucket settings" }))),
