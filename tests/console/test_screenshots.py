@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from PIL import Image, ImageDraw
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.console.conftest import new_context, sign_in
 from tests.http.test_videos import make_clip
@@ -94,7 +94,7 @@ def demo(admin_api: httpx.Client, tmp_path_factory: pytest.TempPathFactory) -> N
 
 
 def test_take_the_screenshots_of_the_docs(
-    demo: None, browser: Browser, console_server: ServerProcess
+    demo: None, browser: Browser, console_server: ServerProcess, tmp_path: Path
 ) -> None:
     context = new_context(browser, console_server)
     page = context.new_page()
@@ -109,6 +109,39 @@ def test_take_the_screenshots_of_the_docs(
         page.goto("/console/#/buckets/photos?prefix=2026%2Ftrips%2F")
         expect(page.get_by_role("link", name="valley.jpg")).to_be_visible()
         save(page, "object-browser")
+
+        # Uploads in progress: parts after the sixth are held until the screenshot is taken.
+        page.evaluate(
+            "() => { sessionStorage.setItem('console.multipartThresholdBytes', '262144');"
+            " sessionStorage.setItem('console.partSizeBytes', '65536'); }"
+        )
+        passed: list[str] = []
+        held: list[Route] = []
+        released: list[bool] = []
+
+        def throttle(route: Route) -> None:
+            if len(passed) < 6 or released:
+                passed.append(route.request.url)
+                route.continue_()
+            else:
+                held.append(route)
+
+        page.route("**/api/v1/multipart/*/part?*", throttle)
+        (tmp_path / "drone-flight.mov").write_bytes(bytes(1024 * 1024))
+        (tmp_path / "itinerary.txt").write_text("day 1: fly\n" * 200)
+        (tmp_path / "route-map.jpg").write_bytes(picture(800, 500, 120))
+        page.get_by_label("Upload files").set_input_files(
+            [tmp_path / name for name in ("drone-flight.mov", "itinerary.txt", "route-map.jpg")]
+        )
+        uploads = page.get_by_role("region", name="Uploads")
+        expect(uploads.get_by_text("Uploaded")).to_have_count(2)
+        page.wait_for_timeout(300)
+        save(page, "uploads")
+        released.append(True)
+        for route in held[:]:
+            route.continue_()
+        expect(uploads.get_by_role("heading")).to_have_text("Uploads: 3 of 3 done")
+        uploads.get_by_role("button", name="Clear finished").click()
 
         page.get_by_role("link", name="alps.jpg").click()
         page.wait_for_function("() => document.querySelector('.preview-image')?.naturalWidth > 0")
@@ -149,6 +182,7 @@ def test_take_the_screenshots_of_the_docs(
             "dashboard",
             "users",
             "phone-object-browser",
+            "uploads",
         )
     )
     assert all(Path(path).stat().st_size < 400_000 for path in OUT.glob("*.png"))

@@ -2,7 +2,7 @@
 // folders), in cursor pages of the listing API, so a bucket of any size pages through.
 // Uploads start here (picker, folder picker, drag and drop) into the folder on screen.
 
-import { api, bucketPath, objectPath, download } from "../api.js";
+import { api, bucketPath, objectPath, imagePath, fetchBlob, download } from "../api.js";
 import {
   h, replace, button, toast, spinner, emptyState, confirmDialog, formDialog, field,
   formatBytes, formatDate, folderHref, objectHref, navigate,
@@ -11,6 +11,8 @@ import { enqueue, onUploaded, filesFromDrop } from "../uploads.js";
 import { presignDialog } from "./links.js";
 
 const PAGE_SIZES = [50, 100, 200, 500, 1000];
+const THUMBNAILS_PER_PAGE = 100;
+const THUMBNAILS_AT_ONCE = 4;
 let pageSize = 100;
 
 function breadcrumbs(bucket, prefix) {
@@ -25,6 +27,27 @@ function breadcrumbs(bucket, prefix) {
       : h("a", { href: folderHref(bucket, target), text: part }));
   });
   return h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, crumbs);
+}
+
+/** Small previews of the image rows (the image endpoint caches each variant), a few at a
+ * time; a row keeps its icon if its image cannot be decoded. */
+async function loadThumbnails(targets) {
+  const queue = targets.slice(0, THUMBNAILS_PER_PAGE);
+  const worker = async () => {
+    while (queue.length) {
+      const { bucket, key, icon } = queue.shift();
+      if (!document.body.contains(icon)) return;
+      try {
+        const blob = await fetchBlob(imagePath(bucket, key), { width: 64, height: 64, fit: "cover" });
+        const img = h("img", { class: "row-thumb", alt: "", src: URL.createObjectURL(blob) });
+        img.addEventListener("load", () => URL.revokeObjectURL(img.src), { once: true });
+        icon.replaceWith(img);
+      } catch {
+        // Not an image the server can decode: the icon stays.
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: THUMBNAILS_AT_ONCE }, worker));
 }
 
 function fileIcon(contentType) {
@@ -80,12 +103,14 @@ export function browserView(bucket, query) {
         h("td", { "data-label": "Size", text: "Folder" }), h("td", { "data-label": "Type", text: "—" }),
         h("td", { "data-label": "Modified", text: "—" }), h("td", {})));
     }
+    const thumbnails = [];
     for (const object of body.objects) {
       const name = object.key.slice(prefix.length);
+      const icon = h("span", { class: "icon", "aria-hidden": "true", text: fileIcon(object.content_type) });
+      if (object.content_type.startsWith("image/")) thumbnails.push({ bucket, key: object.key, icon });
       rows.push(h("tr", {},
         h("th", { scope: "row", "data-label": "Name" },
-          h("a", { href: objectHref(bucket, object.key), class: "entry" },
-            h("span", { class: "icon", "aria-hidden": "true", text: fileIcon(object.content_type) }), name)),
+          h("a", { href: objectHref(bucket, object.key), class: "entry" }, icon, name)),
         h("td", { "data-label": "Size", text: formatBytes(object.size_bytes) }),
         h("td", { "data-label": "Type", class: "muted", text: object.content_type }),
         h("td", { "data-label": "Modified", text: formatDate(object.updated_at) }),
@@ -108,6 +133,7 @@ export function browserView(bucket, query) {
         h("thead", {}, h("tr", {}, ["Name", "Size", "Type", "Modified", ""].map((t) => h("th", { scope: "col", text: t })))),
         h("tbody", {}, rows))));
     }
+    loadThumbnails(thumbnails);
     const sizeSelect = h("select", { id: "page-size", onchange: () => {
       pageSize = Number(sizeSelect.value);
       cursors.length = 1;
