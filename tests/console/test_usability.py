@@ -218,3 +218,51 @@ def test_versions_of_an_object_are_listed_and_one_can_be_deleted(
     page.get_by_role("dialog").get_by_role("button", name="Delete").click()
     expect(page.get_by_text("This bucket is empty")).to_be_visible()
     assert admin_api.get(f"/buckets/{name}/objects/report.txt").status_code == 404
+
+
+def test_an_expired_or_revoked_token_returns_to_the_sign_in_page(admin_page: Page) -> None:
+    page = admin_page
+    # A token the server no longer accepts (as after a password change or its expiry): the
+    # API answers 401 with a Bearer challenge, so the browser shows no dialog of its own and
+    # the console shows its sign-in page with a message.
+    page.evaluate(
+        """() => {
+          const session = JSON.parse(sessionStorage.getItem("console.session"));
+          session.token = session.token.slice(0, -4) + "AAAA";
+          sessionStorage.setItem("console.session", JSON.stringify(session));
+        }"""
+    )
+    page.reload()
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    expect(page.get_by_role("alert")).to_have_text("Your session has ended. Sign in again.")
+    assert page.evaluate("() => sessionStorage.getItem('console.session')") is None
+
+
+def test_the_consoles_bucket_name_check_agrees_with_the_server(
+    admin_page: Page, admin_api: httpx.Client
+) -> None:
+    token = secrets.token_hex(3)
+    candidates = [
+        f"ok{token}",
+        f"a.b-{token}",
+        "x" * 57 + token,
+        "ab",
+        "x" * 64,
+        f"-lead{token}",
+        f"trail{token}-",
+        f"two..dots{token}",
+        "192.168.10.1",
+        f"Upper{token}",
+        f"under_score{token}",
+    ]
+    verdicts = admin_page.evaluate(
+        """async (names) => {
+          const { bucketNameProblem } = await import("/console/views/buckets.js");
+          return names.map((name) => bucketNameProblem(name) === "");
+        }""",
+        candidates,
+    )
+    for name, console_accepts in zip(candidates, verdicts, strict=True):
+        status = admin_api.post("/buckets", json={"name": name}).status_code
+        assert status in (201, 400), (name, status)
+        assert console_accepts == (status == 201), name

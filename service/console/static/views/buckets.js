@@ -17,6 +17,8 @@ export function bucketNameProblem(name) {
   return "";
 }
 
+let quotaFields = 0;
+
 /** Bytes from a number and a unit select (quota fields). */
 export function quotaControls(bytes) {
   const units = [["MiB", 2 ** 20], ["GiB", 2 ** 30], ["TiB", 2 ** 40]];
@@ -26,7 +28,8 @@ export function quotaControls(bytes) {
     value: bytes ? String(bytes / unit[1]) : "", placeholder: "No quota" });
   const select = h("select", { "aria-label": "Quota unit" },
     units.map(([name, size]) => h("option", { value: String(size), text: name, selected: name === unit[0] })));
-  const element = h("div", { class: "field" }, h("label", { for: (amount.id = `quota-${Math.random().toString(36).slice(2)}`), text: "Quota" }),
+  amount.id = `quota-${++quotaFields}`;
+  const element = h("div", { class: "field" }, h("label", { for: amount.id, text: "Quota" }),
     h("div", { class: "inline" }, amount, select),
     h("p", { class: "hint", text: "Leave empty for no quota. Every stored version counts." }));
   const value = () => {
@@ -51,11 +54,11 @@ function usageCell(bucket) {
 
 export async function createBucketDialog() {
   const name = h("input", { type: "text", name: "name", autocomplete: "off", spellcheck: "false" });
-  const versioning = h("input", { type: "checkbox", name: "versioning" });
+  const versioning = h("input", { type: "checkbox", name: "versioning", id: "new-versioning" });
   const quota = quotaControls(null);
   const created = await formDialog("Create bucket", () => [
     field("Bucket name", name, "Lowercase letters, digits, dots and hyphens; 3 to 63 characters."),
-    h("div", { class: "field checkbox" }, versioning, h("label", { for: (versioning.id = "new-versioning"), text: "Keep every version of objects (versioning)" })),
+    h("div", { class: "field checkbox" }, versioning, h("label", { for: versioning.id, text: "Keep every version of objects (versioning)" })),
     quota.element,
   ], async () => {
     const problem = bucketNameProblem(name.value.trim());
