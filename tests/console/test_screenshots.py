@@ -10,13 +10,13 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import av
 import httpx
 import pytest
 from PIL import Image, ImageDraw
 from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.console.conftest import new_context, sign_in
-from tests.http.test_videos import make_clip
 from tests.serverproc import REPO_ROOT, ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -51,6 +51,30 @@ def picture(width: int, height: int, hue: int) -> bytes:
     return buffer.getvalue()
 
 
+def demo_clip(path: Path, seconds: int = 4, fps: int = 12) -> bytes:
+    """A small H.264 MP4 of a landscape whose sun crosses the sky (nicer than a flat test clip)."""
+    width, height = 320, 180
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        for index in range(seconds * fps):
+            image = Image.new("RGB", (width, height))
+            draw = ImageDraw.Draw(image)
+            for y in range(height):
+                t = y / height
+                draw.line([(0, y), (width, y)], fill=(int(40 + 170 * t), int(80 + 60 * t), 190))
+            x = 20 + index * (width - 60) / (seconds * fps)
+            draw.ellipse([x, 25, x + 34, 59], fill=(255, 210, 110))
+            draw.polygon([(0, height), (120, 95), (230, height)], fill=(32, 62, 72))
+            ridge = [(140, height), (250, 105), (width, 150), (width, height)]
+            draw.polygon(ridge, fill=(48, 84, 92))
+            for packet in stream.encode(av.VideoFrame.from_image(image)):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return path.read_bytes()
+
+
 def save(page: Page, name: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     raw = page.screenshot()
@@ -79,7 +103,7 @@ def demo(admin_api: httpx.Client, tmp_path_factory: pytest.TempPathFactory) -> N
     for folder in ("2024", "2025", "portraits"):
         admin_api.put(f"/buckets/photos/objects/{folder}/index.json", content=b"{}")
     admin_api.put("/buckets/photos/objects/2026/trips/notes.txt", content=b"packing list")
-    clip = make_clip(tmp_path_factory.mktemp("clip") / "clip.mp4", seconds=4)
+    clip = demo_clip(tmp_path_factory.mktemp("clip") / "clip.mp4")
     admin_api.put(
         "/buckets/videos/objects/launch/teaser.mp4",
         content=clip,
