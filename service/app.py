@@ -18,6 +18,7 @@ from service.http.bucket_handlers import (
     ObjectListHandler,
     VersionListHandler,
 )
+from service.http.console import ConsoleFileHandler, ConsoleRedirectHandler
 from service.http.health import HealthHandler
 from service.http.identity import (
     AccessKeyHandler,
@@ -88,6 +89,9 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/videos/shares", SharesHandler),
         (rf"{API}/videos/shares/(?P<share_id>[^/]+)", ShareHandler),
         (PLAY, PlayOtherMethodsHandler),
+        (r"/", ConsoleRedirectHandler),
+        (r"/console", ConsoleRedirectHandler),
+        (r"/console/(?P<path>.*)", ConsoleFileHandler),
     ]
 
 

@@ -89,9 +89,16 @@ def anonymous(server: ServerProcess) -> httpx.Client:
 
 
 def assert_unauthorized(response: httpx.Response) -> None:
+    """401 Unauthorized with the contract's challenge: a failed login and a request that
+    carried a Bearer token are offered Bearer only (no browser credentials dialog), the rest
+    both schemes."""
     assert_error(response, 401, "Unauthorized")
     challenge = response.headers.get("WWW-Authenticate", "")
-    assert "Basic" in challenge and "Bearer" in challenge
+    sent = response.request.headers.get("Authorization", "")
+    if response.request.url.path.endswith("/auth/login") or sent.lower().startswith("bearer"):
+        assert challenge.startswith("Bearer") and "Basic" not in challenge, challenge
+    else:
+        assert "Basic" in challenge and "Bearer" in challenge
 
 
 def journal_sequence(api: httpx.Client) -> int:
