@@ -12,6 +12,7 @@ on it at once.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, BinaryIO, TypeVar, cast
@@ -38,13 +39,19 @@ from service.client._sync_io import ERROR_BODY_LIMIT
 
 __all__ = [
     "AsyncDriver",
+    "AsyncWritable",
     "async_content",
     "off_loop",
+    "write_chunk",
 ]
 
 T = TypeVar("T")
 
 AsyncContent = bytes | AsyncIterator[bytes] | None
+
+#: What ``AsyncObjectStream.pipe_to`` writes to: a binary file object (written on the
+#: executor) or an object whose ``write`` is a coroutine function (awaited).
+AsyncWritable = Any
 
 _DONE = object()
 
@@ -52,6 +59,14 @@ _DONE = object()
 async def off_loop(function: Callable[..., T], *args: Any) -> T:
     """``function(*args)`` on the default executor."""
     return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+
+
+async def write_chunk(file: AsyncWritable, chunk: bytes) -> None:
+    """Write ``chunk`` to ``file`` without blocking the event loop."""
+    if inspect.iscoroutinefunction(file.write):
+        await file.write(chunk)
+    else:
+        await off_loop(file.write, chunk)
 
 
 class AsyncDriver:

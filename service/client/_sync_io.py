@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any, BinaryIO, TypeVar, cast
+from typing import IO, Any, BinaryIO, TypeVar, cast
 
 import httpx
 
@@ -40,7 +40,9 @@ from service.client._payload import (
 __all__ = [
     "ERROR_BODY_LIMIT",
     "SyncDriver",
+    "Writable",
     "sync_content",
+    "write_chunk",
 ]
 
 T = TypeVar("T")
@@ -50,6 +52,13 @@ T = TypeVar("T")
 ERROR_BODY_LIMIT = 64 * 1024
 
 Content = bytes | Iterator[bytes] | None
+
+#: What ``ObjectStream.pipe_to`` writes to.
+Writable = IO[bytes]
+
+
+def write_chunk(file: Writable, chunk: bytes) -> None:
+    file.write(chunk)
 
 
 class SyncDriver:
