@@ -104,6 +104,8 @@ def describe(error: BaseException) -> str:
 
 def error_code(error: BaseException) -> str:
     """A short machine-readable name for ``--json``: the contract's code where there is one."""
+    if isinstance(error, CliError) and isinstance(error.__cause__, ServiceError):
+        error = error.__cause__
     if isinstance(error, ServiceError):
         return error.code
     if isinstance(error, CliError):
@@ -125,6 +127,8 @@ def about(subject: str) -> Iterator[None]:
 
 def message(error: BaseException) -> str:
     """The human part alone (``--json`` carries the code in its own field)."""
+    if isinstance(error, CliError) and isinstance(error.__cause__, ServiceError):
+        error = error.__cause__
     if isinstance(error, ServiceError) and error.message.strip():
         return error.message.strip()
     return describe(error)

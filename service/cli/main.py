@@ -30,7 +30,22 @@ __all__ = ["cli", "main"]
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(context_settings=CONTEXT, epilog=None)
+class StdoutClosedError(Exception):
+    """stdout's reader went away (``| head``); not an OSError, so click lets it through."""
+
+
+class SvcGroup(click.Group):
+    """The group, turning a broken pipe into ``StdoutClosedError`` before click's own
+    handler would exit 1 for it."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as error:
+            raise StdoutClosedError() from error
+
+
+@click.group(cls=SvcGroup, context_settings=CONTEXT)
 @click.option("--json", "json_mode", is_flag=True, help="One JSON document per line.")
 @click.version_option(package_name="service", prog_name="svc")
 @click.pass_context
@@ -89,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         hint = " (see svc --help)" if isinstance(usage, click.UsageError) else ""
         sys.stderr.write(f"svc: {usage.format_message()}{hint}\n")
         code = usage.exit_code
-    except BrokenPipeError:
+    except (BrokenPipeError, StdoutClosedError):
         _silence_stdout()
         code = EXIT_BROKEN_PIPE
     except Exception as error:

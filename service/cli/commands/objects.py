@@ -134,7 +134,8 @@ def _remove(
                     if cutoff is not None and version.updated_at >= cutoff:
                         continue
                     found[0] += 1
-                    yield _deleter(bucket.delete, name, version.key, version.version_id)
+                    version_id = version.version_id or "null"  # the one from before versioning
+                    yield _deleter(bucket.delete, name, version.key, version_id)
                 return
             if not recursive:
                 first = bucket.list_page(prefix=remote.key, limit=1).objects
