@@ -54,8 +54,11 @@ def test_cp_r_round_trips_a_unicode_tree_byte_for_byte(
     assert summary(up)["copied"] == len(NAMES)
     assert keys(api, bucket, "backup/photos/") == {n: len(d) for n, d in files.items()}
     down = tmp_path / "restored"
-    svc("cp", "-r", f"local/{bucket}/backup/photos/", str(down))
+    lines = svc("cp", "-r", f"local/{bucket}/backup/photos/", str(down)).stdout.splitlines()
     assert tree_files(down) == files
+    # piped: no progress bar, one line per copied file, then the summary
+    assert len(lines) == len(NAMES) + 1 and lines[-1].startswith(f"copied {len(NAMES)} ")
+    assert all(line.startswith("`local/") and "` -> `" in line for line in lines[:-1])
     again = svc("cp", "-r", "--json", str(source), f"local/{bucket}/backup/").json()
     assert summary(again)["copied"] == 0 and summary(again)["skipped"] == len(NAMES)
 
