@@ -11,9 +11,10 @@ import click
 from service.cli.app import App, pass_app
 from service.cli.paths import parse_location
 from service.cli.sizes import parse_size
+from service.cli.transfer.bar import BarProgress
 from service.cli.transfer.endpoints import resolve
 from service.cli.transfer.engine import Options, Transfer
-from service.cli.transfer.progress import BarProgress, NullProgress
+from service.cli.transfer.progress import NullProgress
 from service.cli.transfer.resume import ResumeStore
 
 __all__ = ["commands"]
