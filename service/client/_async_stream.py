@@ -1,7 +1,7 @@
 """``AsyncObjectStream``: a streamed object for the asyncio client.
 
-This asyncio module is the source: ``scripts/unasync.py`` writes the synchronous
-``ObjectStream`` from it, so edit this one. What both share (the parsed answer, the SHA-256
+Of the two stream modules the async one is the source: ``scripts/unasync.py`` writes the
+sync one from it, so edit the async one. What both share (the parsed answer, the SHA-256
 check) lives in ``_download``. In the async flavour, blocking work (hashing, file operations)
 runs on the default executor, so the event loop never stalls on a large object.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from service.client._async_io import AsyncWritable, off_loop, write_chunk
+from service.client._async_concurrency import AsyncWritable, off_loop, write_chunk
 from service.client._download import Handle, remove_quietly
 from service.client._exceptions import transport_error
 

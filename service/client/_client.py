@@ -2,8 +2,9 @@
 """``ServiceClient``: the synchronous client, its sub-clients and handles.
 
 Every method builds a flow from ``_ops_*`` and runs it on the ``SyncDriver``; no request is
-built or parsed here. ``scripts/unasync.py`` writes ``_client`` (``ServiceClient``) from this
-module, so the two flavours differ only in ``await``: edit this one, never the copy.
+built or parsed here. Of the two client modules the async one is the source:
+``scripts/unasync.py`` writes the sync one from it, so the two flavours differ only in
+``await``; edit the async one, never the copy.
 
 Thread-safety: an asyncio client belongs to the event loop that first used it (any number of
 its tasks may share it); a synchronous client, its sub-clients and bucket handles may be used
