@@ -104,7 +104,9 @@ class Transfer:
 
     def _tasks(self) -> Iterator[Callable[[], Result]]:
         for source, target in merge(self.source.walk(), self.target.walk()):
-            rel = (source or target).rel  # type: ignore[union-attr]
+            entry = source if source is not None else target
+            assert entry is not None  # merge never yields (None, None)
+            rel = entry.rel
             if self.options.excludes and excluded(rel, self.options.excludes):
                 continue
             if rel.endswith("/") and isinstance(self.target, LocalEnd):
