@@ -19,6 +19,7 @@ serve: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(PY) scripts/unasync.py --check
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
