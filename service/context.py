@@ -97,6 +97,22 @@ class AppContext:
             self.uploads_in_flight.pop(handler, None)
             handler.request.connection.close()  # type: ignore[union-attr]
 
+    def observe_refusal(
+        self, request_id: str, status: int, bytes_out: int, remote: str | None
+    ) -> None:
+        """Count and log a request the connection refused before any route saw it."""
+        self.observe_request(
+            request_id=request_id,
+            route="unmatched",
+            method="-",
+            status=status,
+            started_at=time.perf_counter(),
+            bytes_in=0,
+            bytes_out=bytes_out,
+            credential=None,
+            remote=remote,
+        )
+
     def observe_request(
         self,
         *,

@@ -24,6 +24,7 @@ from service.api_errors import ApiError
 from service.buckets import outcome_error, require_bucket
 from service.engine import Engine
 from service.meta import ObjectVersion, PartInfo, UploadSession, events
+from service.numbers import require_int
 from service.objects import (
     DEFAULT_CONTENT_TYPE,
     new_version_token,
@@ -61,9 +62,9 @@ def max_parallel_parts() -> int:
 
 
 def parse_part_number(raw: str | None) -> int:
-    if raw is None or not raw.isdigit() or not 1 <= int(raw) <= MAX_PART_NUMBER:
+    if raw is None:
         raise ApiError("InvalidPartNumber", f"partNumber must be an integer 1..{MAX_PART_NUMBER}")
-    return int(raw)
+    return require_int(raw, "partNumber", 1, MAX_PART_NUMBER, code="InvalidPartNumber")
 
 
 def open_session(engine: Engine, upload_id: str) -> UploadSession:

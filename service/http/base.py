@@ -26,6 +26,7 @@ from service.api_errors import ApiError, error_body
 from service.auth import Action, Principal, Resource, Scope, authorize
 from service.context import AppContext
 from service.http.authn import authenticate
+from service.http.json_body import load_json_object
 from service.meta import MetaState
 
 log = logging.getLogger("service.http")
@@ -44,7 +45,6 @@ _TORNADO_STATUS_CODES = {
     503: "ServiceUnavailable",
 }
 
-_JSON_MAX_BYTES = 1024 * 1024
 BODYLESS_METHODS = ("GET", "HEAD", "DELETE")
 
 
@@ -181,19 +181,8 @@ class ApiHandler(tornado.web.RequestHandler):
     # -- JSON -------------------------------------------------------------------------
 
     def json_body(self) -> dict[str, Any]:
-        """The request body parsed as a JSON object, or 400 MalformedJSON."""
-        body = self.request.body or b""
-        if len(body) > _JSON_MAX_BYTES:
-            raise ApiError("EntityTooLarge", "JSON body too large")
-        if not body.strip():
-            return {}
-        try:
-            parsed = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ApiError("MalformedJSON", f"request body is not valid JSON: {exc}") from None
-        if not isinstance(parsed, dict):
-            raise ApiError("MalformedJSON", "request body must be a JSON object")
-        return parsed
+        """The request body as a JSON object (``service.http.json_body``'s limits)."""
+        return load_json_object(self.request.body or b"")
 
     def send_json(self, status: int, payload: Any) -> None:
         self.set_status(status)

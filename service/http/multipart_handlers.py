@@ -122,7 +122,9 @@ class MultipartPartHandler(StreamingBodyHandler):
         upload_id = self.path_kwargs["upload_id"]
         session = open_session(self.ctx.engine, upload_id)
         self.authorize(Action.MULTIPART_UPLOAD_PART, bucket=session.bucket)
-        self.part_number = parse_part_number(self.get_query_argument("partNumber", None))
+        self.part_number = parse_part_number(
+            self.get_query_argument("partNumber", None, strip=False)
+        )
         self.expected_sha256 = parse_expected_sha256(self.request.headers.get("X-Checksum-Sha256"))
         self.ctx.engine.ensure_writable()
         self.upload_session = session

@@ -19,6 +19,7 @@ from service.auth import Action, Principal
 from service.http.authn import is_presigned, presigned_principal
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
+from service.numbers import MAX_DIGITS, require_int
 from service.objects import (
     DEFAULT_CONTENT_TYPE,
     PutIntent,
@@ -30,6 +31,7 @@ from service.objects import (
 
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 _META_PREFIX = "x-meta-"
+MAX_CONTENT_LENGTH = 10**MAX_DIGITS - 1
 
 
 def parse_custom_metadata(headers: Any) -> dict[str, str]:
@@ -96,9 +98,7 @@ class ObjectHandler(StreamingBodyHandler):
         length_header = headers.get("Content-Length")
         content_length = None
         if length_header is not None:
-            if not length_header.isdigit():
-                raise ApiError("InvalidArgument", "Content-Length must be a number")
-            content_length = int(length_header)
+            content_length = require_int(length_header, "Content-Length", 0, MAX_CONTENT_LENGTH)
             if content_length > ctx.config.max_object_bytes:
                 raise ApiError("EntityTooLarge", "the object is larger than the server accepts")
         if_none_match = headers.get("If-None-Match")
