@@ -39,6 +39,7 @@ from service.auth import (
 )
 from service.auth.passwords import MAX_PASSWORD_CHARS
 from service.buckets import outcome_error, require_bucket
+from service.header_fields import require_content_type
 from service.http.base import ApiHandler
 from service.meta import AccessKey, MetaState, User, events
 from service.names import key_problem
@@ -352,8 +353,8 @@ class PresignHandler(ApiHandler):
         if problem:
             raise ApiError("InvalidArgument", problem)
         content_type = body.get("content_type")
-        if content_type is not None and not isinstance(content_type, str):
-            raise ApiError("InvalidArgument", "content_type must be a string")
+        if content_type is not None:
+            require_content_type(content_type)
         action = Action.OBJECT_WRITE if method == "PUT" else Action.OBJECT_READ
         self.authorize(Action.PRESIGN_CREATE, bucket=bucket)
         self.authorize(action, bucket=bucket)
