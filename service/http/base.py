@@ -103,6 +103,9 @@ class ApiHandler(tornado.web.RequestHandler):
         self.bytes_out = 0
         self.holds_upload_slot = False
         self.set_header("X-Request-Id", self.request_id)
+        self.cors_headers = ctx.cors.headers(self.request.headers.get("Origin"))
+        for name, value in self.cors_headers:
+            self.set_header(name, value)
         ctx.requests_in_flight.add(self)
 
     async def prepare(self) -> None:
@@ -177,12 +180,22 @@ class ApiHandler(tornado.web.RequestHandler):
         request_id = getattr(self, "request_id", None)
         if request_id:
             self.set_header("X-Request-Id", request_id)
+        for name, value in getattr(self, "cors_headers", ()):
+            self.set_header(name, value)
 
     # -- JSON -------------------------------------------------------------------------
 
     def json_body(self) -> dict[str, Any]:
         """The request body as a JSON object (``service.http.json_body``'s limits)."""
         return load_json_object(self.request.body or b"")
+
+    def write(self, chunk: str | bytes | dict[str, Any]) -> None:
+        """Tornado's write, counting the body bytes (access log, byte metrics)."""
+        if isinstance(chunk, str):
+            chunk = chunk.encode("utf-8")
+        if isinstance(chunk, bytes):
+            self.bytes_out += len(chunk)
+        super().write(chunk)
 
     def send_json(self, status: int, payload: Any) -> None:
         self.set_status(status)
@@ -238,7 +251,7 @@ class ApiHandler(tornado.web.RequestHandler):
             method=self.request.method or "-",
             status=self.get_status(),
             started_at=self.started_at,
-            bytes_in=self.bytes_in,
+            bytes_in=self.bytes_in or len(self.request.body or b""),
             bytes_out=self.bytes_out,
             credential=self.credential_id,
             remote=self.request.remote_ip,

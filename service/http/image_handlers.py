@@ -115,7 +115,6 @@ class ImageHandler(ImageHandlerBase):
             return
         self.set_header("Content-Type", variant.content_type)
         self.set_header("Content-Length", str(len(variant.data)))
-        self.bytes_out = len(variant.data)
         self.finish(variant.data)
 
 

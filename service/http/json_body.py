@@ -4,7 +4,8 @@ Limits, from the contract's Conventions: at most ``MAX_JSON_BYTES`` (413 EntityT
 body that arrives bigger is refused by the connection, ``service.http.protocol``), nested at
 most ``MAX_JSON_DEPTH`` deep (400 MalformedJSON), and numbers of bounded length: an integer
 of at most ``MAX_DIGITS`` digits, a fraction or exponent of at most ``MAX_FLOAT_CHARS``
-characters that is finite (else 400 InvalidArgument). ``NaN`` and ``Infinity`` are not
+characters that is finite (else 400 InvalidArgument); an integral one (``1548.0``) is read as
+that integer, as JSON Schema's ``integer`` admits it. ``NaN`` and ``Infinity`` are not
 JSON (400 MalformedJSON). The text must be UTF-8.
 
 Why a depth check before parsing: the standard library's parser recurses once per level, so
@@ -29,6 +30,7 @@ from service.numbers import MAX_DIGITS
 MAX_JSON_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 32
 MAX_FLOAT_CHARS = 64
+_INTEGER_LIMIT = 10.0**MAX_DIGITS
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _OPENERS = frozenset(b"[{")
@@ -62,13 +64,19 @@ def _integer(text: str) -> int:
     return int(text)
 
 
-def _fraction(text: str) -> float:
+def _fraction(text: str) -> float | int:
+    """A number written with a fraction or exponent; an integral one (``1548.0``, ``2e3``)
+    is that integer, as JSON Schema's ``integer`` has it."""
     value = float(text) if len(text) <= MAX_FLOAT_CHARS else math.inf
     if not math.isfinite(value):
         raise ApiError(
             "InvalidArgument",
             f"JSON numbers must be finite and at most {MAX_FLOAT_CHARS} characters",
         )
+    if value.is_integer():
+        if abs(value) >= _INTEGER_LIMIT:
+            raise ApiError("InvalidArgument", f"JSON integers have at most {MAX_DIGITS} digits")
+        return int(value)
     return value
 
 

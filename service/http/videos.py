@@ -251,9 +251,8 @@ def resolve_playback_read(
     """``GET``/``HEAD /api/v1/videos/play/{token}/{path}``: one output of a shared job.
 
     Public: the token is the credential. The output is served exactly as an object GET
-    serves it (``ObjectRead``: ranges, conditions, headers), plus
-    ``Access-Control-Allow-Origin: *`` so a browser player on another origin can fetch
-    playlists and segments.
+    serves it (``ObjectRead``: ranges, conditions, headers); its route allows every origin
+    (CORS), so a browser player on another origin can fetch playlists and segments.
     """
     engine = ctx.engine
     share, _job, version = resolve_playback(
@@ -268,7 +267,7 @@ def resolve_playback_read(
         via="share",
     )
     authorize_action(engine.state, principal, Action.VIDEO_SHARE_PLAY)
-    return ReadTarget(version, share.share_id, (("Access-Control-Allow-Origin", "*"),))
+    return ReadTarget(version, share.share_id)
 
 
 class PlayOtherMethodsHandler(ApiHandler):

@@ -157,3 +157,20 @@ def raw_exchange(proc: ServerProcess, request: bytes) -> tuple[int, dict[str, st
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
     return status, headers, body
+
+
+@pytest.mark.parametrize("value", ["18446744073709551616", "9223372036854775808", "1e19"])
+def test_json_integers_past_64_bits_are_refused(api: httpx.Client, value: str) -> None:
+    body = f'{{"name": "past-int64", "quota_bytes": {value}}}'
+    assert_error(api.post("/buckets", content=body), 400, "InvalidArgument")
+    assert api.get("/buckets/past-int64").status_code == 404
+
+
+def test_integral_json_numbers_count_as_integers(api: httpx.Client) -> None:
+    created = api.post("/buckets", content='{"name": "integral", "quota_bytes": 1.5e3}')
+    assert created.status_code == 201, created.text
+    assert created.json()["quota_bytes"] == 1500
+    presign = api.post("/presign", content='{"bucket": "integral", "key": "k", "expires_in": 60.0}')
+    assert presign.status_code == 200 and presign.json()["expires_in"] == 60
+    fraction = api.post("/presign", content='{"bucket": "integral", "key": "k", "expires_in": 6.5}')
+    assert_error(fraction, 400, "InvalidArgument")
