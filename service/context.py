@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from service.auth import LoginThrottle
 from service.config import Config
 from service.engine import Engine
+from service.http.caps import Reservations
 from service.http.cors import CorsPolicy
 from service.media.image_variants import ImageVariants
 from service.media.video_runner import VideoJobRunner
@@ -49,6 +50,8 @@ class AppContext:
         self.performance = performance
         self.server_secret = server_secret
         self.login_throttle = LoginThrottle()
+        self.reservations = Reservations()
+        """Creations in flight, so per-user caps and usernames hold under concurrency."""
         self.cors = CorsPolicy.parse(config.cors_origins)
         """Which origins may call the API from a browser (``service.http.cors``)."""
         self.started_at = time.time()
