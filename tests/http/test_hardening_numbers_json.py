@@ -174,3 +174,9 @@ def test_integral_json_numbers_count_as_integers(api: httpx.Client) -> None:
     assert presign.status_code == 200 and presign.json()["expires_in"] == 60
     fraction = api.post("/presign", content='{"bucket": "integral", "key": "k", "expires_in": 6.5}')
     assert_error(fraction, 400, "InvalidArgument")
+
+
+@pytest.mark.parametrize("value", [*OTHER_DIGITS, "12\n", HUGE])
+def test_image_query_numbers_must_be_ascii_digits(api: httpx.Client, value: str) -> None:
+    response = api.get("/buckets/numbers/images/ten", params={"width": value})
+    assert_error(response, 400, "InvalidArgument")
