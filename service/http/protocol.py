@@ -30,7 +30,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from http.client import responses
-from typing import Any
+from typing import Any, cast
 
 import tornado.httpserver
 from tornado import gen, httputil, iostream
@@ -250,11 +250,16 @@ class ServiceServerConnection(HTTP1ServerConnection):
         """The first byte of the next request (blank lines before it are skipped), or None
         when the client closed or stayed silent for the idle timeout (the stream is closed)."""
         try:
-            data = await gen.with_timeout(
-                datetime.timedelta(seconds=self.server.idle_timeout),
-                self.stream.read_until_regex(b"[^\r\n]", max_bytes=self.params.max_header_size),
-                quiet_exceptions=(iostream.StreamClosedError, iostream.UnsatisfiableReadError),
+            reading: Awaitable[bytes] = self.stream.read_until_regex(
+                b"[^\r\n]", max_bytes=self.params.max_header_size
             )
+            if not cast("asyncio.Future[bytes]", reading).done():  # else no timer is needed
+                reading = gen.with_timeout(
+                    datetime.timedelta(seconds=self.server.idle_timeout),
+                    reading,
+                    quiet_exceptions=(iostream.StreamClosedError, iostream.UnsatisfiableReadError),
+                )
+            data = await reading
         except (TimeoutError, iostream.StreamClosedError, iostream.UnsatisfiableReadError):
             self.stream.close()
             return None
