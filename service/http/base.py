@@ -175,8 +175,10 @@ class ApiHandler(tornado.web.RequestHandler):
         self.set_header("Cache-Control", "no-store")
 
     def clear(self) -> None:
-        """Reset headers (Tornado calls this before an error) but keep the request id."""
+        """Reset headers and body (Tornado calls this before an error) but keep the request
+        id and the CORS headers; the body bytes counted so far are dropped with the body."""
         super().clear()
+        self.bytes_out = 0
         request_id = getattr(self, "request_id", None)
         if request_id:
             self.set_header("X-Request-Id", request_id)

@@ -4,8 +4,9 @@ A preflight carries no credentials and names no resource the server must look up
 is answered by ``Preflight``, a plain ``HTTPMessageDelegate`` placed in front of every
 route by ``PreflightRouter`` (a Tornado ``Router``; other methods fall through): 204 with
 the policy's headers (``service.http.cors``), or 403 AccessDenied in the contract's shape
-when the origin is not allowed. Share playback paths allow any origin. An ``OPTIONS``
-without ``Origin`` (not a browser's preflight) gets 204 with ``Allow``.
+when the origin is not allowed. Share playback paths allow any origin. An ``OPTIONS`` that is
+not a preflight (no ``Origin`` and ``Access-Control-Request-Method``) goes to its route like
+any other method (405 MethodNotAllowed).
 
 Thread-safety: event-loop thread only.
 """
@@ -31,7 +32,6 @@ from tornado.iostream import StreamClosedError
 from service.api_errors import error_body
 from service.context import AppContext
 from service.http.base import new_request_id, valid_request_id
-from service.http.cors import ALLOWED_METHODS
 from service.timefmt import http_date, now_ms
 
 API_PREFIX = "/api/v1/"
@@ -40,13 +40,18 @@ ROUTE = "/api/v1/{any} (preflight)"
 
 
 class PreflightRouter(tornado.routing.Router):
-    """``OPTIONS`` under ``/api/v1/`` goes to a ``Preflight``; other requests fall through."""
+    """A preflight under ``/api/v1/`` goes to a ``Preflight``; other requests fall through."""
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
 
     def find_handler(self, request: HTTPServerRequest, **kwargs: Any) -> HTTPMessageDelegate | None:
-        if request.method != "OPTIONS" or not request.path.startswith(API_PREFIX):
+        if (
+            request.method != "OPTIONS"
+            or not request.path.startswith(API_PREFIX)
+            or "Origin" not in request.headers
+            or "Access-Control-Request-Method" not in request.headers
+        ):
             return None
         return Preflight(self.ctx, request)
 
@@ -72,21 +77,17 @@ class Preflight(HTTPMessageDelegate):
 
     def finish(self) -> None:
         headers = self.request.headers
-        origin = headers.get("Origin")
+        origin = headers.get("Origin", "")
         public = self.request.path.startswith(PLAY_PREFIX)
         status, body = 204, b""
-        answer: list[tuple[str, str]] = [("Allow", f"OPTIONS, {ALLOWED_METHODS}")]
-        if origin is not None:
-            allowed = self.ctx.cors.preflight(
-                origin, headers.get("Access-Control-Request-Headers"), public=public
-            )
-            if allowed is None:
-                status = 403
-                message = f"cross-origin requests from {origin[:100]!r} are not allowed"
-                body = json.dumps(error_body("AccessDenied", message, self.request_id)).encode()
-                answer = [("Content-Type", "application/json; charset=utf-8")]
-            else:
-                answer.extend(allowed)
+        answer = self.ctx.cors.preflight(
+            origin, headers.get("Access-Control-Request-Headers"), public=public
+        )
+        if answer is None:
+            status = 403
+            message = f"cross-origin requests from {origin[:100]!r} are not allowed"
+            body = json.dumps(error_body("AccessDenied", message, self.request_id)).encode()
+            answer = [("Content-Type", "application/json; charset=utf-8")]
         self.send(status, answer, body)
 
     def send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
