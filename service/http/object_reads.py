@@ -317,6 +317,7 @@ class ObjectRead(HTTPMessageDelegate):
             body = json.dumps(error_body(error.code, error.message, self.request_id)).encode()
             headers.append(("Content-Type", _JSON_TYPE))
         headers.append(("Content-Length", str(len(body))))
+        self.bytes_out = len(body)
         try:
             self.write_head(error.status, headers, body)
             self.connection.finish()

@@ -181,3 +181,12 @@ def test_a_put_without_content_type_guesses_from_the_key(
         f"/buckets/cors/objects/{key}", content=b"x", headers={"Content-Type": "text/plain"}
     )
     assert declared.json()["content_type"] == "text/plain"
+
+
+def test_error_answers_of_object_reads_count_their_bytes(api: httpx.Client) -> None:
+    route = "/api/v1/buckets/{bucket}/objects/{key}"
+    before = metric(api.get("/metrics").text, "service_http_response_bytes", route, "GET")
+    missing = api.get("/buckets/cors/objects/no-such-object")
+    assert_error(missing, 404, "NoSuchKey")
+    after = metric(api.get("/metrics").text, "service_http_response_bytes", route, "GET")
+    assert after - before == len(missing.content)
