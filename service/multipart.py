@@ -97,7 +97,9 @@ async def start_upload(engine: Engine, owner: str, body: Mapping[str, Any]) -> U
     require_key(key)
     declared_type = body.get("content_type")
     content_type = (
-        guess_content_type(key) if declared_type is None else require_content_type(declared_type)
+        guess_content_type(key)
+        if declared_type in (None, "")
+        else require_content_type(declared_type)
     )
     metadata = validate_custom_metadata(body.get("custom_metadata") or {})
     declared = body.get("size_bytes")

@@ -190,3 +190,13 @@ def test_error_answers_of_object_reads_count_their_bytes(api: httpx.Client) -> N
     assert_error(missing, 404, "NoSuchKey")
     after = metric(api.get("/metrics").text, "service_http_response_bytes", route, "GET")
     assert after - before == len(missing.content)
+
+
+def test_multipart_init_without_content_type_guesses_too(api: httpx.Client) -> None:
+    for content_type in (None, ""):
+        body = {"bucket": "cors", "key": "clips/movie.mp4"}
+        if content_type is not None:
+            body["content_type"] = content_type
+        session = api.post("/multipart/init", json=body)
+        assert session.status_code == 201, session.text
+        assert session.json()["content_type"] == "video/mp4"
