@@ -22,6 +22,7 @@ from service.header_fields import (
     validate_custom_metadata,
 )
 from service.http.caps import fold
+from service.http.conditions import ByteWindow, RangeResult, parse_range
 from service.http.cors import EXPOSED_HEADERS, CorsPolicy
 from service.http.json_body import (
     MAX_JSON_BYTES,
@@ -270,3 +271,27 @@ def test_cors_policy() -> None:
 def test_usernames_fold() -> None:
     assert fold("Alice") == fold("ALICE") == fold("alice")
     assert fold("alice") != fold("alicf")
+
+
+# -- ranges ----------------------------------------------------------------------------------
+
+
+@given(st.integers(0, 10**6), st.integers(0, 10**6), st.integers(1, 10**6))
+def test_range_windows_stay_inside_the_object(start: int, end: int, size: int) -> None:
+    result = parse_range(f"bytes={start}-{end}", size)
+    if isinstance(result, ByteWindow):
+        assert 0 <= result.start < result.end <= size
+        assert result.start == start and result.end == min(end + 1, size)
+    elif end < start:
+        assert result is RangeResult.WHOLE
+    else:
+        assert result is RangeResult.UNSATISFIABLE and start >= size
+
+
+@pytest.mark.parametrize(
+    "header", ["bytes=\u0663-", "bytes=0-\u00b2", "bytes=-\uff11", "bytes=0-" + "9" * 19]
+)
+def test_range_positions_are_ascii_numbers(header: str) -> None:
+    with pytest.raises(ApiError) as raised:
+        parse_range(header, 100)
+    assert raised.value.code == "InvalidArgument"
