@@ -38,6 +38,8 @@ from service.http.multipart_handlers import (
 )
 from service.http.object_handlers import ObjectHandler
 from service.http.object_reads import ObjectReadRouter, resolve_object_read
+from service.http.preflight import ROUTE as PREFLIGHT_ROUTE
+from service.http.preflight import PreflightRouter
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
 from service.http.videos import (
     PLAY_ROUTE,
@@ -97,7 +99,10 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
 
 def route_names() -> list[str]:
     """The route templates used as metric labels."""
-    return [handler.route_name for _, handler in handler_table()] + [NotFoundHandler.route_name]
+    return [handler.route_name for _, handler in handler_table()] + [
+        NotFoundHandler.route_name,
+        PREFLIGHT_ROUTE,
+    ]
 
 
 def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:
@@ -121,6 +126,7 @@ def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:
                 PLAY_ROUTE,
                 resolve_playback_read,
                 {"token": "InvalidArgument", "path": "InvalidArgument"},
+                any_origin=True,
             ),
         ),
     ]
@@ -128,7 +134,10 @@ def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:
 
 def make_app(ctx: AppContext) -> tornado.web.Application:
     """Build the application for ``ctx``."""
-    routes: list[tornado.routing.Rule] = read_routes(ctx)
+    routes: list[tornado.routing.Rule] = [
+        tornado.routing.Rule(tornado.routing.AnyMatches(), PreflightRouter(ctx))
+    ]
+    routes.extend(read_routes(ctx))
     routes.extend(
         tornado.web.url(pattern, handler, {"ctx": ctx}) for pattern, handler in handler_table()
     )
