@@ -40,6 +40,10 @@ class Config:
     """Serve GET /api/v1/metrics without credentials."""
     max_concurrent_uploads: int = 64
     """Request bodies streamed at once; beyond it a PUT gets 503 with Retry-After."""
+    max_uploads_per_user: int = 16
+    """Request bodies one user (all its keys, tokens and presigned URLs) streams at once;
+    beyond it that user's PUT gets 503 with Retry-After, so slow uploads of one user never
+    hold every slot."""
     max_object_bytes: int = 5 * 1024 * 1024 * MIB
     """Largest single PUT body (5 TiB)."""
     idle_timeout: float = 60.0
@@ -47,7 +51,8 @@ class Config:
     body_timeout: float = 3600.0
     """Upper bound in seconds on receiving one request body."""
     min_body_rate: int = 16 * KIB
-    """Bytes/s below which an upload older than ``idle_timeout`` counts as stalled."""
+    """Bytes/s an upload must average over each window of ``idle_timeout`` seconds; a slower
+    one is cut (0: no minimum)."""
     max_header_bytes: int = 64 * KIB
     gc_interval: float = 600.0
     """Seconds between orphan-payload sweeps."""
