@@ -67,6 +67,11 @@ class Config:
     """GET /health reports ``degraded`` when the data dir's disk has less free space than this."""
     image_max_pixels: int = 50_000_000
     """Largest image (width x height) decoded or produced; more is 413 EntityTooLarge."""
+    image_memory_budget: int = 512 * MIB
+    """Bytes that image renders running at once may hold, estimated from each source's
+    header before decoding; more renders wait their turn (a single larger one runs alone)."""
+    image_workers: int = 0
+    """Image render processes at most (0: the number of CPUs); idle ones exit after 2 s."""
     image_cache_bytes: int = 512 * MIB
     """Bound on the image variant cache under ``<data_dir>/cache/images`` (LRU eviction)."""
     small_object_cache_bytes: int = 32 * MIB

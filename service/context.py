@@ -57,7 +57,11 @@ class AppContext:
         """Bodies streaming now, their owners and rates (``service.upload_slots``)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self.images = ImageVariants(
-            engine, max_pixels=config.image_max_pixels, cache_bytes=config.image_cache_bytes
+            engine,
+            max_pixels=config.image_max_pixels,
+            cache_bytes=config.image_cache_bytes,
+            memory_budget=config.image_memory_budget,
+            workers=config.image_workers or None,
         )
         """Image variants and their cache (shared by the image handlers)."""
         self.video_jobs = VideoJobRunner(

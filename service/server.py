@@ -132,6 +132,7 @@ async def serve(config: Config) -> None:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(server.close_all_connections(), 5.0)
     await ctx.video_jobs.stop()
+    ctx.images.close()
     await engine.stop()
 
 
