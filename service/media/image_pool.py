@@ -34,6 +34,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
+from fsseam.fs import RealFileSystem
 from service.media.images import ImageParams, RenderedImage, configure_pillow, render
 
 MAX_RENDERS_PER_WORKER = 16
@@ -59,29 +60,13 @@ def _trim_memory() -> None:
 def render_file(path: str, params: ImageParams, max_pixels: int) -> tuple[RenderedImage, str]:
     """In a worker: render the image at ``path``; the result and its SHA-256."""
     configure_pillow(max_pixels)
+    source = RealFileSystem().open_read(path)
     try:
-        with open(path, "rb") as source:
-            rendered = render(_FileSource(source), params, max_pixels=max_pixels)
+        rendered = render(source, params, max_pixels=max_pixels)
     finally:
+        source.close()
         _trim_memory()
     return rendered, hashlib.sha256(rendered.data).hexdigest()
-
-
-class _FileSource:
-    """A plain binary file as the ``RandomAccessFile`` that ``render`` reads."""
-
-    def __init__(self, file: object) -> None:
-        self._file = file
-
-    def read(self, size: int = -1) -> bytes:
-        data: bytes = self._file.read(size)  # type: ignore[attr-defined]
-        return data
-
-    def seek(self, offset: int) -> None:
-        self._file.seek(offset)  # type: ignore[attr-defined]
-
-    def size(self) -> int:
-        return os.fstat(self._file.fileno()).st_size  # type: ignore[attr-defined]
 
 
 class RenderPool:
