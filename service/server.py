@@ -23,6 +23,7 @@ import tornado.ioloop
 import tornado.web
 
 from fsseam.fs import FileSystem, RealFileSystem
+from service import __version__
 from service.app import make_app, route_names
 from service.auth import CREDENTIALS_FILENAME, load_or_create_server_secret
 from service.config import Config, ConfigError, load_config
@@ -97,6 +98,11 @@ async def serve(config: Config, sockets: list[socket.socket], fs: FileSystem) ->
     if config.workers is not None and config.workers > 1:
         log.warning("workers=%d asked for: this server runs one serving process", config.workers)
     engine = Engine(config, fs=fs)
+    metrics = Metrics(
+        bucket_usage=lambda: bucket_usage_rows(engine), routes=route_names(), version=__version__
+    )
+    engine.gc_observer = metrics.observe_gc_run
+    engine.snapshot_observer = metrics.observe_snapshot
     await engine.start()
     server_secret = await engine.run_blocking(
         load_or_create_server_secret, engine.fs, config.data_dir
@@ -105,7 +111,6 @@ async def serve(config: Config, sockets: list[socket.socket], fs: FileSystem) ->
     reap_interval = max(0.5, min(60.0, config.multipart_ttl / 4))
     engine.add_background_job(reap_interval, lambda: reap_expired_uploads(engine))
     engine.add_background_job(KEY_USAGE_FLUSH_SECONDS, lambda: flush_key_usage(engine))
-    metrics = Metrics(bucket_usage=lambda: bucket_usage_rows(engine), routes=route_names())
     if engine.journal is not None:
         engine.journal.batch_observer = lambda records, seconds: observe_journal_batch(
             metrics, records, seconds
