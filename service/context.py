@@ -53,6 +53,7 @@ class AppContext:
             per_user=config.max_uploads_per_user,
             idle_timeout=config.idle_timeout,
             min_body_rate=config.min_body_rate,
+            on_cut=metrics.observe_upload_cut,
         )
         """Bodies streaming now, their owners and rates (``service.upload_slots``)."""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -62,6 +63,7 @@ class AppContext:
             cache_bytes=config.image_cache_bytes,
             memory_budget=config.image_memory_budget,
             workers=config.image_workers or None,
+            on_render=metrics.observe_image_render,
         )
         """Image variants and their cache (shared by the image handlers)."""
         self.video_jobs = VideoJobRunner(

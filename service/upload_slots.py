@@ -64,12 +64,14 @@ class UploadSlots:
         idle_timeout: float,
         min_body_rate: int,
         clock: Callable[[], float] = time.monotonic,
+        on_cut: Callable[[str], None] | None = None,
     ) -> None:
         self.capacity = capacity
         self.per_user = per_user
         self.idle_timeout = idle_timeout
         self.min_body_rate = min_body_rate
         self._clock = clock
+        self._on_cut = on_cut
         self._uploads: dict[UploadHolder, _Upload] = {}
         self._by_owner: Counter[str] = Counter()
         self.cut_stalled_count = 0
@@ -149,5 +151,7 @@ class UploadSlots:
                     holder.request_id,
                     self.min_body_rate,
                 )
+            if self._on_cut is not None:
+                self._on_cut(reason)
             self.release(holder)
             holder.close_connection()

@@ -29,6 +29,8 @@ import asyncio
 import hashlib
 import logging
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fsseam.fs import ReadableFile
@@ -80,6 +82,7 @@ class ImageVariants:
         cache_bytes: int,
         memory_budget: int,
         workers: int | None = None,
+        on_render: Callable[[float], None] | None = None,
     ) -> None:
         self._engine = engine
         self.max_pixels = max_pixels
@@ -87,6 +90,8 @@ class ImageVariants:
             engine.fs, os.path.join(engine.config.data_dir, CACHE_SUBDIR), cache_bytes
         )
         self.budget = MemoryBudget(memory_budget)
+        self._on_render = on_render
+        """Told how long each render waited for the budget (for the metrics)."""
         self._pool: RenderPool | None = RenderPool(workers or os.cpu_count() or 1)
         self._computing: dict[str, asyncio.Task[Variant]] = {}
         self._index_loaded: asyncio.Task[None] | None = None
@@ -135,7 +140,10 @@ class ImageVariants:
         try:
             info = await engine.run_blocking(probe, payload, self.max_pixels)
             fd = payload.fileno()
+            asked = time.perf_counter()
             async with self.budget.reserve(estimate_render_bytes(info, params)):
+                if self._on_render is not None:
+                    self._on_render(time.perf_counter() - asked)
                 if fd is None or self._pool is None:
                     rendered, sha256 = await engine.run_blocking(
                         _render_open_payload, payload, params, self.max_pixels

@@ -2,21 +2,25 @@
 
 One server with short GC and snapshot intervals; a scrape before and after a small workload
 (a bucket, a PUT and a GET, a multipart session, a video job on a file that is not a video,
-a stale staging file for the sweep to remove). A metric that is documented but never fed
-(as ``service_gc_runs_total`` once was, which made the GC-stalled alert fire on every healthy
-server) fails here.
+an image variant, an upload that stalls, a stale staging file for the sweep to remove). A
+metric that is documented but never fed (as ``service_gc_runs_total`` once was, which made the
+GC-stalled alert fire on every healthy server) fails here.
 """
 
 from __future__ import annotations
 
+import base64
+import io
 import os
 import re
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from PIL import Image
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.serverproc import ServerProcess
@@ -63,6 +67,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
             "SERVICE_GC_INTERVAL": "0.5",
             "SERVICE_SNAPSHOT_INTERVAL": "0.5",
             "SERVICE_STAGING_TTL": "2",
+            "SERVICE_IDLE_TIMEOUT": "1",
         },
     )
     proc.start()
@@ -70,7 +75,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc.stop()
 
 
-def workload(server: ServerProcess) -> None:
+def png() -> bytes:
+    sink = io.BytesIO()
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(sink, format="PNG")
+    return sink.getvalue()
+
+
+def workload(server: ServerProcess) -> socket.socket:
+    """Run the workload; the connection of the stalled upload (keep it open)."""
     with server.client() as api:
         assert api.post("/buckets", json={"name": "moves"}).status_code == 201
         assert api.put("/buckets/moves/objects/a", content=b"x" * 5000).status_code == 200
@@ -80,10 +92,20 @@ def workload(server: ServerProcess) -> None:
         assert api.put("/buckets/moves/objects/v.mp4", content=b"not a video").status_code == 200
         job = api.post("/videos/jobs", json={"bucket": "moves", "key": "v.mp4", "formats": ["hls"]})
         assert job.status_code == 202
+        assert api.put("/buckets/moves/objects/p.png", content=png()).status_code == 200
+        assert api.get("/buckets/moves/images/p.png", params={"width": 8}).status_code == 200
+        token = base64.b64encode(f"{server.access_key}:{server.secret_key}".encode()).decode()
+        stalled = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        stalled.sendall(
+            b"PUT /api/v1/buckets/moves/objects/stalled HTTP/1.1\r\nHost: x\r\n"
+            + f"Authorization: Basic {token}\r\nContent-Length: 100000\r\n\r\n".encode()
+            + b"x" * 10
+        )
     stale = server.data_dir / "staging" / ("0" * 32 + ".part")
     stale.write_bytes(b"left behind by a crash")
     old = time.time() - 3600
     os.utime(stale, (old, old))
+    return stalled
 
 
 def test_every_documented_metric_moves_under_its_workload(server: ServerProcess) -> None:
@@ -92,7 +114,7 @@ def test_every_documented_metric_moves_under_its_workload(server: ServerProcess)
     before = totals(server)
     for name in names:
         assert name in before, f"{name} is documented but not exposed"
-    workload(server)
+    stalled = workload(server)
     moving = [name for name in names if name not in STEADY]
     deadline = time.monotonic() + 20
     while True:
@@ -101,6 +123,7 @@ def test_every_documented_metric_moves_under_its_workload(server: ServerProcess)
         if not still or time.monotonic() > deadline:
             break
         time.sleep(0.25)
+    stalled.close()
     assert still == [], f"documented metrics that did not move: {still}"
     for name, value in STEADY.items():
         assert after[name] == value, name
