@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import inspect
 import itertools
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, fields
 from functools import cache
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, cast
 
 Durability = Literal["strict", "balanced"]
 
@@ -134,6 +135,12 @@ class Rule:
     url: bool = False
     test_only: bool = False
     """Hidden from ``--help`` and the docs table (still read)."""
+    allowed: str = ""
+    """What is allowed, in words, when the type and bounds do not say it."""
+    validator: str = ""
+    """``module:Class.method`` called with the text; a ``ValueError`` it raises refuses the
+    value (imported only when the setting is given, so the owner module may sit above this
+    one)."""
 
 
 RULES: Mapping[str, Rule] = {
@@ -153,6 +160,10 @@ RULES: Mapping[str, Rule] = {
     "image_workers": Rule(maximum=256),
     "max_concurrent_video_jobs": Rule(minimum=1),
     "crash_point": Rule(test_only=True),
+    "cors_origins": Rule(
+        allowed="comma-separated origins (scheme://host[:port]) or *",
+        validator="service.http.cors:CorsPolicy.parse",
+    ),
 }
 """Allowed values by field; a field not named here takes any value of its type >= 0."""
 
@@ -195,6 +206,8 @@ def allowed_values(field: Field[Any]) -> str:
     """What ``field`` accepts, in words (help, docs and error messages)."""
     rule = RULES.get(field.name, Rule())
     kind = _kind_of(field)
+    if rule.allowed:
+        return rule.allowed
     if rule.choices:
         return " | ".join(rule.choices)
     if kind == "bool":
@@ -251,12 +264,28 @@ def parse_value(field: Field[Any], raw: str, given_as: str) -> object:
         return text.lower()
     if rule.url and not re.match(r"^https?://[^\s/?#]+", text):
         _refuse(field, raw, given_as)
+    if rule.validator:
+        try:
+            _resolve(rule.validator)(text)
+        except ValueError as exc:
+            _refuse(field, raw, given_as, " ".join(str(exc).split()))
     return value
 
 
-def _refuse(field: Field[Any], raw: str, given_as: str) -> NoReturn:
+def _resolve(target: str) -> Callable[[str], object]:
+    module_name, _, attributes = target.partition(":")
+    found: Any = importlib.import_module(module_name)
+    for attribute in attributes.split("."):
+        found = getattr(found, attribute)
+    return cast(Callable[[str], object], found)
+
+
+def _refuse(field: Field[Any], raw: str, given_as: str, why: str = "") -> NoReturn:
     shown = raw if len(raw) <= 40 else raw[:40] + "..."
-    raise ConfigError(f"invalid value {shown!r} for {given_as}: allowed is {allowed_values(field)}")
+    because = f" ({why})" if why else ""
+    raise ConfigError(
+        f"invalid value {shown!r} for {given_as}{because}: allowed is {allowed_values(field)}"
+    )
 
 
 class _Parser(argparse.ArgumentParser):

@@ -138,3 +138,15 @@ def test_workers_is_accepted_and_one_process_serves(
     with server.client() as api:
         assert api.get("/buckets").status_code == 200
     assert "one serving process" in server.logs()
+
+
+@pytest.mark.skipif(
+    "cors_origins" not in {field.name for field in fields(Config)},
+    reason="SERVICE_CORS_ORIGINS arrives with the CORS work (issue 14A)",
+)
+def test_a_malformed_cors_origin_is_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    done = run_service("--data-dir", str(data), env={"SERVICE_CORS_ORIGINS": "notanorigin"})
+    assert done.returncode == 2
+    assert_one_line_refusal(done, "SERVICE_CORS_ORIGINS", "notanorigin")
+    assert not data.exists()
