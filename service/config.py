@@ -144,6 +144,8 @@ class Rule:
 
 
 RULES: Mapping[str, Rule] = {
+    "data_dir": Rule(allowed="a directory path (created if missing)"),
+    "host": Rule(allowed="an IP address or host name of this machine"),
     "port": Rule(minimum=1, maximum=65535),
     "durability": Rule(choices=("strict", "balanced")),
     "public_url": Rule(url=True),
@@ -317,10 +319,18 @@ def build_parser() -> argparse.ArgumentParser:
             flag_name(field.name),
             dest=field.name,
             default=None,
-            metavar=_kind_of(field).upper() if _kind_of(field) != "str" else "TEXT",
+            metavar=_metavar(field),
             help=text,
         )
     return parser
+
+
+def _metavar(field: Field[Any]) -> str:
+    choices = RULES.get(field.name, Rule()).choices
+    if choices:
+        return "{" + ",".join(choices) + "}"
+    kind = _kind_of(field)
+    return "TEXT" if kind == "str" else kind.upper()
 
 
 def load_config(
