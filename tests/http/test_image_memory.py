@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from PIL import Image
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.serverproc import ServerProcess
 
@@ -87,10 +88,10 @@ def test_rendering_a_large_image_gives_the_memory_back(
             raise AssertionError("render workers still hold memory 15 s after the last render")
 
 
-def test_a_render_bigger_than_the_whole_budget_still_runs_alone(
+def test_renders_over_the_budget_wait_their_turn_and_still_run(
     server_factory: Callable[..., ServerProcess], big_png: bytes
 ) -> None:
-    server = server_factory(SERVICE_IMAGE_MEMORY_BUDGET=str(8 * MIB), SERVICE_IMAGE_WORKERS="1")
+    server = server_factory(SERVICE_IMAGE_MEMORY_BUDGET=str(8 * MIB), SERVICE_IMAGE_WORKERS="3")
     with server.client() as api:
         assert api.post("/buckets", json={"name": "tight"}).status_code == 201
         assert api.put("/buckets/tight/objects/a.png", content=big_png).status_code == 200
@@ -105,6 +106,16 @@ def test_a_render_bigger_than_the_whole_budget_still_runs_alone(
             )
         assert [answer.status_code for answer in answers] == [200, 200, 200]
         assert [answer.headers["X-Image-Width"] for answer in answers] == ["100", "200", "300"]
+        # Admitted one at a time: the renders after the first waited for the budget.
+        scraped = api.get("/metrics").text
+        waits = {
+            sample.name: sample.value
+            for family in text_string_to_metric_families(scraped)
+            if family.name == "service_image_render_wait_seconds"
+            for sample in family.samples
+        }
+        assert waits["service_image_render_wait_seconds_count"] == 3
+        assert waits["service_image_render_wait_seconds_sum"] > 0.5
 
 
 def test_render_workers_stop_with_the_server(
