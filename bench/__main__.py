@@ -34,6 +34,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "auth": ("bench.auth_bench", "Auth"),
     "memory": ("bench.memory_bench", "Memory"),
     "cli": ("bench.cli_bench", "Command line (issue 15)"),
+    "media": ("bench.media_bench", "Media memory (issue 14)"),
 }
 RESULTS = os.path.join(REPO, "bench", "results", "latest.md")
 _HEADERS = {"met": "met?", "anchor_value": "anchor value"}

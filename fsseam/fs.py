@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import os
 import stat as stat_module
 from collections.abc import Callable
@@ -143,6 +144,22 @@ class FileSystem(Protocol):
     def disk_usage(self, path: str) -> tuple[int, int]:
         """(total_bytes, free_bytes) of the file system holding ``path``."""
         ...
+
+    def try_lock(self, path: str) -> FileLock | None:
+        """Take an exclusive lock on ``path`` (created if missing) for as long as the
+        returned handle stays open (or the process lives); None if another process holds
+        it. Writes the caller's pid into the file, for the message of whoever is refused."""
+        ...
+
+    def lock_holder(self, path: str) -> str:
+        """The pid written into a lock file by its holder ('' if unknown)."""
+        ...
+
+
+class FileLock(Protocol):
+    """A held lock (``FileSystem.try_lock``); ``release`` ends it."""
+
+    def release(self) -> None: ...
 
 
 def make_dirs_durably(fs: FileSystem, path: str) -> None:
@@ -282,6 +299,16 @@ def _copy_by_reading(source_fd: int, target_fd: int, count: int) -> int:
     return copied
 
 
+class _RealFileLock:
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the only descriptor drops the flock
+            self._fd = None
+
+
 class RealFileSystem:
     """The operating system's file system."""
 
@@ -365,3 +392,28 @@ class RealFileSystem:
     def disk_usage(self, path: str) -> tuple[int, int]:
         result = os.statvfs(path)
         return result.f_blocks * result.f_frsize, result.f_bavail * result.f_frsize
+
+    def try_lock(self, path: str) -> FileLock | None:
+        # O_CLOEXEC: a flock belongs to the open file, so a child that inherited it would
+        # keep the data dir locked after the server died.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        # The pid is a hint for humans, never read for correctness: no fsync.
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return _RealFileLock(fd)
+
+    def lock_holder(self, path: str) -> str:
+        try:
+            with open(path, "rb") as file:
+                text = file.read(32).decode("ascii", "replace").strip()
+        except OSError:
+            return ""
+        return text if text.isdigit() else ""

@@ -170,6 +170,16 @@ def _apply(content: bytearray, change: tuple[str, int, bytes]) -> None:
     content[position:end] = data
 
 
+class _SimLock:
+    """A lock of the simulated file system: one holder per path, in this process."""
+
+    def __init__(self, held: set[str], path: str) -> None:
+        self._held, self._path = held, path
+
+    def release(self) -> None:
+        self._held.discard(self._path)
+
+
 class SimFileSystem:
     """An in-memory ``FileSystem`` that can crash, fail, and show what a power loss keeps."""
 
@@ -193,6 +203,7 @@ class SimFileSystem:
         self._lock = threading.RLock()
         self._root = _Dir()
         self._used = 0
+        self._locks: set[str] = set()
 
     # -- fault injection -------------------------------------------------------------------
 
@@ -538,6 +549,17 @@ class SimFileSystem:
             self._operation("disk_usage", path)
             self._lookup(path)
             return self.capacity, max(0, self.capacity - self._used)
+
+    def try_lock(self, path: str) -> _SimLock | None:
+        with self._lock:
+            self._operation("try_lock", path)
+            if path in self._locks:
+                return None
+            self._locks.add(path)
+            return _SimLock(self._locks, path)
+
+    def lock_holder(self, path: str) -> str:
+        return ""
 
     # -- inspection for tests (not counted) ------------------------------------------------
 

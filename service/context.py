@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from service.auth import LoginThrottle
 from service.config import Config
@@ -24,17 +24,13 @@ from service.media.image_variants import ImageVariants
 from service.media.video_runner import VideoJobRunner
 from service.media.video_thumbnail import ThumbnailMaker
 from service.observability import Metrics, PerformanceRecorder, log_access
-
-if TYPE_CHECKING:
-    from service.http.base import ApiHandler
+from service.upload_slots import UploadSlots
 
 log = logging.getLogger("service")
 
-UPLOAD_SLOTS_RETRY_AFTER = "2"
-
 
 class AppContext:
-    """Shared server objects and the bookkeeping of in-flight uploads."""
+    """Shared server objects; in-flight requests and uploads."""
 
     def __init__(
         self,
@@ -58,11 +54,22 @@ class AppContext:
         self.requests_in_flight: set[object] = set()
         """Requests begun and not yet finished, handlers or object reads (a graceful stop
         waits for them)."""
-        self.uploads_in_flight: dict[ApiHandler, float] = {}
-        """Handler -> monotonic time its body last delivered bytes (read by the watchdog)."""
+        self.uploads_in_flight = UploadSlots(
+            capacity=config.max_concurrent_uploads,
+            per_user=config.max_uploads_per_user,
+            idle_timeout=config.idle_timeout,
+            min_body_rate=config.min_body_rate,
+            on_cut=metrics.observe_upload_cut,
+        )
+        """Bodies streaming now, their owners and rates (``service.upload_slots``)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self.images = ImageVariants(
-            engine, max_pixels=config.image_max_pixels, cache_bytes=config.image_cache_bytes
+            engine,
+            max_pixels=config.image_max_pixels,
+            cache_bytes=config.image_cache_bytes,
+            memory_budget=config.image_memory_budget,
+            workers=config.image_workers or None,
+            on_render=metrics.observe_image_render,
         )
         """Image variants and their cache (shared by the image handlers)."""
         self.video_jobs = VideoJobRunner(
@@ -91,17 +98,8 @@ class AppContext:
         task.add_done_callback(self._tasks.discard)
 
     def cut_stalled_uploads(self) -> None:
-        """Close connections whose request body delivered nothing for ``idle_timeout``.
-
-        A stalled or slow-drip upload otherwise holds a staging file and an upload slot
-        forever; closing the connection makes the handler discard its staging file.
-        """
-        deadline = time.monotonic() - self.config.idle_timeout
-        stalled = [handler for handler, last in self.uploads_in_flight.items() if last < deadline]
-        for handler in stalled:
-            log.warning("request %s: upload stalled; closing the connection", handler.request_id)
-            self.uploads_in_flight.pop(handler, None)
-            handler.request.connection.close()  # type: ignore[union-attr]
+        """Close the connections of stalled and too-slow uploads (the watchdog's tick)."""
+        self.uploads_in_flight.cut_stalled()
 
     def observe_refusal(
         self, request_id: str, status: int, bytes_out: int, remote: str | None

@@ -32,7 +32,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from fsseam import crashpoints
 from fsseam.fs import FileSystem, RealFileSystem, make_dirs_durably
@@ -99,6 +99,10 @@ class Engine:
         self._records_since_snapshot = 0
         self._last_snapshot_sequence = 0
         self._snapshot_lock = asyncio.Lock()
+        self.gc_observer: Callable[[Literal["payload", "staging"], int], None] | None = None
+        """Told of every finished sweep (kind, files removed), for the metrics."""
+        self.snapshot_observer: Callable[[float], None] | None = None
+        """Told how long each written snapshot took (seconds), for the metrics."""
         self._background: list[asyncio.Task[None]] = []
         self._stopping = False
         self.uploads_completing: set[str] = set()
@@ -129,6 +133,8 @@ class Engine:
             self.quarantined |= bad
         removed_staging = await self.run_blocking(self.store.sweep_staging, self.config.staging_ttl)
         gc = await self.run_blocking(self.store.collect_garbage, referenced.__contains__, 0.0)
+        self._observe_gc("staging", removed_staging)
+        self._observe_gc("payload", gc.removed)
         await self._release_quarantine(referenced)
         if not self._strict:
             await self.run_blocking(self.integrity.mark_unsynced)
@@ -356,6 +362,7 @@ class Engine:
             sequence = journal.stats().last_sequence
             if sequence <= self._last_snapshot_sequence:
                 return
+            started = time.perf_counter()
             frozen = freeze(self.state)
             # Balanced: what the snapshot covers must be on disk before it replaces the log
             # (only records after the newest snapshot are verified after a power loss).
@@ -371,6 +378,8 @@ class Engine:
                     self._enter_read_only(f"journal sync failed: {exc}")
                 raise
             self._last_snapshot_sequence = sequence
+            if self.snapshot_observer is not None:
+                self.snapshot_observer(time.perf_counter() - started)
 
     async def collect_garbage(self) -> None:
         """Delete payload files no record references, older than the grace period.
@@ -389,11 +398,17 @@ class Engine:
             except JournalFailedError as exc:
                 self._enter_read_only(f"journal sync failed: {exc}")
                 raise
-        await self.run_blocking(
+        gc = await self.run_blocking(
             self.store.collect_garbage, referenced.__contains__, self.config.gc_grace
         )
+        self._observe_gc("payload", gc.removed)
         await self._release_quarantine(referenced)
-        await self.run_blocking(self.store.sweep_staging, self.config.staging_ttl)
+        removed = await self.run_blocking(self.store.sweep_staging, self.config.staging_ttl)
+        self._observe_gc("staging", removed)
+
+    def _observe_gc(self, kind: Literal["payload", "staging"], removed: int) -> None:
+        if self.gc_observer is not None:
+            self.gc_observer(kind, removed)
 
 
 def _disk_full(exc: BaseException) -> bool:

@@ -1,9 +1,11 @@
 """Starting and stopping the server process.
 
-Startup: replay the journal (engine), bootstrap on a fresh data dir, start the video job
-runner (it reruns unfinished jobs), listen. SIGTERM or SIGINT: stop accepting, let in-flight
-requests finish (bounded), kill the video workers (their jobs rerun at the next start),
-write a final snapshot and close the journal.
+Before anything: the configuration, the listening socket, the data dir and its lock
+(``service.startup``); a start that cannot work prints one line and exits non-zero having
+written nothing. Then: replay the journal (engine), bootstrap on a fresh data dir, start the
+video job runner (it reruns unfinished jobs), serve. SIGTERM or SIGINT: stop accepting, let
+in-flight requests finish (bounded), kill the video workers (their jobs rerun at the next
+start), stop the image render workers, write a final snapshot and close the journal.
 """
 
 from __future__ import annotations
@@ -13,16 +15,18 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 
 import tornado.httpserver
 import tornado.ioloop
 import tornado.web
 
-from fsseam.fs import FileSystem
+from fsseam.fs import FileSystem, RealFileSystem
+from service import __version__
 from service.app import make_app, route_names
 from service.auth import CREDENTIALS_FILENAME, load_or_create_server_secret
-from service.config import Config
+from service.config import Config, ConfigError, load_config
 from service.context import AppContext
 from service.engine import Engine, install_crash_hook
 from service.first_run import bootstrap_if_empty
@@ -32,6 +36,7 @@ from service.media.video_shares import reap_expired_shares
 from service.meta import events
 from service.multipart import reap_expired_uploads
 from service.observability import BucketUsage, Metrics, PerformanceRecorder, configure_logging
+from service.startup import StartupError, bind_listener, claim_data_dir
 from service.timefmt import now_ms
 
 log = logging.getLogger("service")
@@ -96,10 +101,17 @@ def make_http_server(
     )
 
 
-async def serve(config: Config) -> None:
-    """Run until SIGTERM/SIGINT."""
+async def serve(config: Config, sockets: list[socket.socket], fs: FileSystem) -> None:
+    """Run on the bound ``sockets`` until SIGTERM/SIGINT."""
     install_crash_hook(config.crash_point)
-    engine = Engine(config)
+    if config.workers is not None and config.workers > 1:
+        log.warning("workers=%d asked for: this server runs one serving process", config.workers)
+    engine = Engine(config, fs=fs)
+    metrics = Metrics(
+        bucket_usage=lambda: bucket_usage_rows(engine), routes=route_names(), version=__version__
+    )
+    engine.gc_observer = metrics.observe_gc_run
+    engine.snapshot_observer = metrics.observe_snapshot
     await engine.start()
     server_secret = await engine.run_blocking(
         load_or_create_server_secret, engine.fs, config.data_dir
@@ -108,7 +120,6 @@ async def serve(config: Config) -> None:
     reap_interval = max(0.5, min(60.0, config.multipart_ttl / 4))
     engine.add_background_job(reap_interval, lambda: reap_expired_uploads(engine))
     engine.add_background_job(KEY_USAGE_FLUSH_SECONDS, lambda: flush_key_usage(engine))
-    metrics = Metrics(bucket_usage=lambda: bucket_usage_rows(engine), routes=route_names())
     if engine.journal is not None:
         engine.journal.batch_observer = lambda records, seconds: observe_journal_batch(
             metrics, records, seconds
@@ -117,7 +128,7 @@ async def serve(config: Config) -> None:
     await ctx.video_jobs.start()
     engine.add_background_job(SHARE_REAP_SECONDS, lambda: reap_expired_shares(engine))
     server = make_http_server(make_app(ctx), config, ctx)
-    server.listen(config.port, address=config.host)
+    server.add_sockets(sockets)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
     watchdog.start()
     print(
@@ -141,13 +152,28 @@ async def serve(config: Config) -> None:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(server.close_all_connections(), 5.0)
     await ctx.video_jobs.stop()
+    ctx.images.close()
     await engine.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
-    from service.config import load_config
-
-    config = load_config(argv)
-    configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
-    asyncio.run(serve(config))
+    """``python -m service``: 0 after a clean stop; 2 for a bad setting, 1 for a start that
+    cannot work (each with one line on stderr)."""
+    try:
+        config = load_config(argv)
+    except ConfigError as exc:
+        print(f"service: {exc}", file=sys.stderr)
+        return 2
+    fs = RealFileSystem()
+    try:
+        sockets = bind_listener(config)
+        lock = claim_data_dir(fs, config.data_dir)
+    except StartupError as exc:
+        print(f"service: cannot start: {exc}", file=sys.stderr)
+        return 1
+    try:
+        configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
+        asyncio.run(serve(config, sockets, fs))
+    finally:
+        lock.release()
     return 0

@@ -27,13 +27,22 @@ class ShareClaims:
 
     share_id: str
     expires_at: float
+    access_key_id: str | None = None
+    """The access key that made the share (None when a bearer token made it): playback
+    stops once that key is revoked, as a presigned URL does."""
 
 
-def issue_share_token(secret: bytes, share_id: str, expires_at: float) -> str:
-    """A URL-safe token naming ``share_id``, valid until ``expires_at`` (unix seconds)."""
+def issue_share_token(
+    secret: bytes, share_id: str, expires_at: float, access_key_id: str | None = None
+) -> str:
+    """A URL-safe token naming ``share_id`` (and the access key that made it, if any),
+    valid until ``expires_at`` (unix seconds)."""
     if not math.isfinite(expires_at):
         raise ValueError("expires_at must be finite")
-    return seal(derive_key(secret, _PURPOSE), {"s": share_id, "exp": expires_at})
+    claims: dict[str, object] = {"s": share_id, "exp": expires_at}
+    if access_key_id is not None:
+        claims["k"] = access_key_id
+    return seal(derive_key(secret, _PURPOSE), claims)
 
 
 def verify_share_token(secret: bytes, token: str, now: float) -> ShareClaims | TokenError:
@@ -46,8 +55,11 @@ def verify_share_token(secret: bytes, token: str, now: float) -> ShareClaims | T
     if claims is None:
         return TokenError.INVALID
     share_id, expires_at = claims.get("s"), claim_time(claims, "exp")
+    key_id = claims.get("k")
     if not isinstance(share_id, str) or expires_at is None:
+        return TokenError.INVALID
+    if key_id is not None and not isinstance(key_id, str):
         return TokenError.INVALID
     if now >= expires_at:
         return TokenError.EXPIRED
-    return ShareClaims(share_id=share_id, expires_at=expires_at)
+    return ShareClaims(share_id=share_id, expires_at=expires_at, access_key_id=key_id)

@@ -145,26 +145,30 @@ class ApiHandler(tornado.web.RequestHandler):
     # -- upload slots -----------------------------------------------------------------
 
     def acquire_upload_slot(self) -> None:
-        """Count this request among the bodies streamed at once, or 503 beyond the cap."""
-        uploads = self.ctx.uploads_in_flight
-        if len(uploads) >= self.ctx.config.max_concurrent_uploads:
-            raise ApiError(
-                "ServiceUnavailable",
-                "too many uploads in progress; retry shortly",
-                headers={"Retry-After": "2"},
-            )
-        uploads[self] = time.monotonic()
+        """Take one of the caller's upload slots (``service.upload_slots``), or 503."""
+        principal = getattr(self, "principal", None)
+        owner = principal.user_id if principal is not None else "-"
+        problem = self.ctx.uploads_in_flight.acquire(self, owner)
+        if problem is not None:
+            raise ApiError("ServiceUnavailable", problem, headers={"Retry-After": "2"})
         self.holds_upload_slot = True
 
     def touch_upload(self) -> None:
-        """Record that the body just delivered bytes (the stall watchdog reads this)."""
+        """Record that the body has delivered ``bytes_in`` so far (the watchdog reads it)."""
         if self.holds_upload_slot:
-            self.ctx.uploads_in_flight[self] = time.monotonic()
+            self.ctx.uploads_in_flight.delivered(self, self.bytes_in)
 
     def release_upload_slot(self) -> None:
         if self.holds_upload_slot:
             self.holds_upload_slot = False
-            self.ctx.uploads_in_flight.pop(self, None)
+            self.ctx.uploads_in_flight.release(self)
+
+    def close_connection(self) -> None:
+        """Cut this request's connection (the upload watchdog's last resort)."""
+        self.holds_upload_slot = False
+        connection = self.request.connection
+        if connection is not None:
+            connection.close()  # type: ignore[attr-defined]
 
     def _incoming_request_id(self) -> str | None:
         value = self.request.headers.get("X-Request-Id")

@@ -209,6 +209,9 @@ class SharesHandler(VideoHandler):
             job,
             expires_in=int(expires_in),
             created_by=self.principal.user_id,
+            access_key_id=(
+                self.principal.credential_id if self.principal.via == "access_key" else None
+            ),
             now=time.time(),
         )
         base = f"{self.public_base()}{PLAY_PATH}/{token}/"

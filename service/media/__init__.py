@@ -9,7 +9,10 @@ in ``service/http/`` translate into the contract's answers.
 - ``image_cache``: derived variants on disk under ``<data_dir>/cache/images/``, bounded in
   size, written atomically, verified on every read.
 - ``image_variants``: the async glue: cache lookup, one computation per variant at a time,
-  a bounded number of transforms at once, and the blocking work on the engine's executor.
+  admission against the memory budget (``image_budget``), and the render in a worker process
+  (``image_pool``) that gives its memory back.
+- ``video_input``: the one way a video source is opened (allowlisted containers, no nested
+  protocols).
 - ``video_*``: video thumbnails, packaging jobs (``video_runner`` runs them, each in a
   ``video_worker`` process; ``video_package`` is the PyAV encode/mux) and playback shares;
   each module's docstring says its part.

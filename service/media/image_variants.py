@@ -7,9 +7,13 @@
    verified on the executor.
 3. A miss computes the variant once however many requests want it at the same moment: the
    first starts a task, the others await the same task.
-4. At most ``concurrency`` transforms run at once (default: the CPU count), each on the
-   engine's executor: the payload is read through the seam and decoded there, so a burst of
-   requests queues instead of holding many decoded images in memory.
+4. The payload is opened through the seam and its header read (``images.probe``: the
+   pixel cap is checked before anything is decoded); the render's memory is estimated from
+   the header (``image_budget``) and admitted against ``SERVICE_IMAGE_MEMORY_BUDGET``, so a
+   burst of large renders queues instead of holding many decoded images at once. The
+   render itself runs in a worker process (``image_pool``: at most ``workers`` at once,
+   memory given back after), or on the engine's executor where the payload has no file
+   descriptor (the simulated file system of the unit tests).
 5. The result is written to the cache (best effort: a failed write is logged and the bytes
    are still answered) and evicted variants are removed.
 
@@ -25,10 +29,15 @@ import asyncio
 import hashlib
 import logging
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from fsseam.fs import ReadableFile
 from service.engine import Engine
+from service.media.image_budget import MemoryBudget, estimate_render_bytes
 from service.media.image_cache import CACHE_SUBDIR, CachedVariant, ImageCache, variant_key
+from service.media.image_pool import RenderPool
 from service.media.images import (
     CONTENT_TYPES,
     ImageFormat,
@@ -37,11 +46,11 @@ from service.media.images import (
     RenderedImage,
     UndecodableImageError,
     configure_pillow,
+    probe,
     render,
     source_bytes_limit,
 )
 from service.meta import ObjectVersion
-from service.storage import PayloadStore
 
 log = logging.getLogger("service.media")
 
@@ -71,14 +80,19 @@ class ImageVariants:
         *,
         max_pixels: int,
         cache_bytes: int,
-        concurrency: int | None = None,
+        memory_budget: int,
+        workers: int | None = None,
+        on_render: Callable[[float], None] | None = None,
     ) -> None:
         self._engine = engine
         self.max_pixels = max_pixels
         self.cache = ImageCache(
             engine.fs, os.path.join(engine.config.data_dir, CACHE_SUBDIR), cache_bytes
         )
-        self._slots = asyncio.Semaphore(concurrency or os.cpu_count() or 1)
+        self.budget = MemoryBudget(memory_budget)
+        self._on_render = on_render
+        """Told how long each render waited for the budget (for the metrics)."""
+        self._pool: RenderPool | None = RenderPool(workers or os.cpu_count() or 1)
         self._computing: dict[str, asyncio.Task[Variant]] = {}
         self._index_loaded: asyncio.Task[None] | None = None
         configure_pillow(max_pixels)
@@ -108,6 +122,12 @@ class ImageVariants:
             task.add_done_callback(lambda done: self._finished(key, done))
         return await asyncio.shield(task)
 
+    def close(self) -> None:
+        """Stop the render workers (at server shutdown)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
     def _finished(self, key: str, task: asyncio.Task[Variant]) -> None:
         self._computing.pop(key, None)
         if not task.cancelled():
@@ -116,10 +136,22 @@ class ImageVariants:
     async def _compute(self, key: str, source: ObjectVersion, params: ImageParams) -> Variant:
         engine = self._engine
         assert source.payload_id is not None  # checked in ``variant``
-        async with self._slots:
-            rendered, sha256 = await engine.run_blocking(
-                _render_payload, engine.store, source.payload_id, params, self.max_pixels
-            )
+        payload = await engine.run_blocking(engine.store.open_payload, source.payload_id)
+        try:
+            info = await engine.run_blocking(probe, payload, self.max_pixels)
+            fd = payload.fileno()
+            asked = time.perf_counter()
+            async with self.budget.reserve(estimate_render_bytes(info, params)):
+                if self._on_render is not None:
+                    self._on_render(time.perf_counter() - asked)
+                if fd is None or self._pool is None:
+                    rendered, sha256 = await engine.run_blocking(
+                        _render_open_payload, payload, params, self.max_pixels
+                    )
+                else:
+                    rendered, sha256 = await self._pool.render(fd, params, self.max_pixels)
+        finally:
+            payload.close()
         variant = Variant(
             rendered.data, rendered.format, rendered.width, rendered.height, sha256, False
         )
@@ -173,13 +205,10 @@ def _from_cache(entry: CachedVariant, data: bytes) -> Variant:
     return Variant(data, entry.format, entry.width, entry.height, entry.sha256, True)
 
 
-def _render_payload(
-    store: PayloadStore, payload_id: str, params: ImageParams, max_pixels: int
+def _render_open_payload(
+    payload: ReadableFile, params: ImageParams, max_pixels: int
 ) -> tuple[RenderedImage, str]:
-    """Open the payload, transform it, and hash the result (blocking: executor)."""
-    payload = store.open_payload(payload_id)
-    try:
-        rendered = render(payload, params, max_pixels=max_pixels)
-    finally:
-        payload.close()
+    """Transform an open payload and hash the result (blocking: executor). Used where the
+    payload has no descriptor a worker could open (the simulated file system)."""
+    rendered = render(payload, params, max_pixels=max_pixels)
     return rendered, hashlib.sha256(rendered.data).hexdigest()

@@ -383,6 +383,35 @@ class RenderedImage:
         return CONTENT_TYPES[self.format]
 
 
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """What a source's header says: enough to plan the work and estimate its memory."""
+
+    format: str
+    width: int
+    height: int
+    mode: str
+    orientation: int
+
+
+def probe(source: RandomAccessFile, max_pixels: int) -> SourceInfo:
+    """Read only the header of ``source``; the same refusals as ``render`` makes before it
+    decodes (over the pixel cap, undecodable). Blocking but cheap: a few KiB are read."""
+    reader = SeamFileReader(source)
+    fp: Any = reader
+    with _decoding(reader):
+        image = Image.open(fp, formats=DECODABLE)
+    with image:
+        width, height = image.size
+        if width * height > max_pixels:
+            raise ImageTooLargeError(
+                f"the image is {width}x{height} pixels, over the limit of {max_pixels}"
+            )
+        with _decoding(reader):
+            orientation = _orientation(image)
+        return SourceInfo(image.format or "", width, height, image.mode, orientation)
+
+
 def render(
     source: RandomAccessFile | bytes, params: ImageParams, *, max_pixels: int
 ) -> RenderedImage:
@@ -420,7 +449,9 @@ def _transform(
     with _decoding(reader):
         factor = _draft(image, geometry)
         image.load()
-        oriented = ImageOps.exif_transpose(image)
+        # In place: an upright image is not copied (a copy of 49 megapixels is ~200 MB).
+        ImageOps.exif_transpose(image, in_place=True)
+        oriented = image
     if oriented.size != (width, height) and factor == 1.0:
         # The orientation showed up only while decoding (a PNG's eXIf chunk after its pixels).
         geometry = plan_geometry(oriented.width, oriented.height, params)
@@ -480,6 +511,19 @@ def _draft(image: Image.Image, geometry: Geometry) -> float:
     if result is None:
         return 1.0
     return float(result[1][2]) / raw_width
+
+
+def decoded_size(info: SourceInfo, geometry: Geometry) -> tuple[int, int]:
+    """The size ``render`` decodes ``info``'s pixels at: a JPEG at the reduced DCT scale
+    ``_draft`` would pick (1/2, 1/4 or 1/8), any other format whole."""
+    if info.format not in ("JPEG", "MPO"):
+        return info.width, info.height
+    left, top, right, bottom = geometry.region
+    scale = max(geometry.scaled[0] / (right - left), geometry.scaled[1] / (bottom - top))
+    for divisor in (8, 4, 2):
+        if scale * _DRAFT_GAP <= 1 / divisor:
+            return math.ceil(info.width / divisor), math.ceil(info.height / divisor)
+    return info.width, info.height
 
 
 def _place(

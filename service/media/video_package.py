@@ -44,6 +44,7 @@ from av.video.frame import PictureType
 from av.video.stream import VideoStream
 
 from service.media.video_errors import UndecodableVideoError, VideoError, VideoTooLargeError
+from service.media.video_input import describe, open_video
 from service.media.video_outputs import DASH_MANIFEST, HLS_MASTER, MASTERS
 from service.media.video_params import Rendition, default_bitrate_kbps
 
@@ -126,11 +127,6 @@ def plan_rungs(
     return list(rungs.values())
 
 
-def describe(exc: av.FFmpegError) -> str:
-    """FFmpeg's reason without the file name it may carry (messages reach clients)."""
-    return exc.strerror or type(exc).__name__
-
-
 def first_video_stream(container: InputContainer, max_pixels: int) -> VideoStream:
     """The container's first video stream, refused (before any decoding) when there is none,
     it has no picture size, or its frames have more than ``max_pixels`` pixels."""
@@ -148,12 +144,7 @@ def first_video_stream(container: InputContainer, max_pixels: int) -> VideoStrea
 
 
 def _open_source(source: str) -> InputContainer:
-    try:
-        return av.open(source, "r", metadata_errors="ignore")
-    except av.FFmpegError as exc:
-        raise UndecodableVideoError(
-            f"the source is not a readable video: {describe(exc)}"
-        ) from None
+    return open_video(source)
 
 
 def _audio_layout(stream: AudioStream) -> str:

@@ -7,7 +7,11 @@ job, or its bucket, is deleted). Resolution order, so each failure gets its own 
 
 1. the token's signature and expiry: 403 SignatureInvalid / SignatureExpired;
 2. the share and its job still exist: else 404 NoSuchShare;
-3. the path is an output name (``video_outputs.OUTPUT_NAME``; no ``..``, no other object
+3. the user who made the share still exists and is active, and the access key that made it
+   (carried, signed, in the token; none when a bearer token made it) is still active: else
+   403 AccessDenied, exactly as a presigned URL stops once its signer is disabled or its
+   key revoked;
+4. the path is an output name (``video_outputs.OUTPUT_NAME``; no ``..``, no other object
    under the prefix) and that object exists: else 404 NotFound.
 
 Expired shares are forgotten by a background task (``reap_expired_shares``); their tokens
@@ -23,6 +27,7 @@ import secrets
 
 from service.api_errors import ApiError
 from service.auth import (
+    AccessDeniedError,
     SignatureExpiredError,
     SignatureInvalidError,
     TokenError,
@@ -49,10 +54,18 @@ def require_share(engine: Engine, share_id: str) -> VideoShare:
 
 
 async def create_share(
-    engine: Engine, secret: bytes, job: VideoJob, *, expires_in: int, created_by: str, now: float
+    engine: Engine,
+    secret: bytes,
+    job: VideoJob,
+    *,
+    expires_in: int,
+    created_by: str,
+    access_key_id: str | None,
+    now: float,
 ) -> tuple[VideoShare, str]:
     """Journal a share of a completed job; the share and its token (409 InvalidState if
-    the job is not completed)."""
+    the job is not completed). ``access_key_id`` is the key the creator used (None for a
+    bearer token): the token carries it so that revoking the key ends the share."""
     engine.ensure_writable()
     if job.status != "completed":
         raise ApiError("InvalidState", f"job {job.job_id!r} is {job.status}, not completed")
@@ -69,7 +82,8 @@ async def create_share(
     if not outcome.ok or not isinstance(outcome.value, VideoShare):
         raise outcome_error(outcome)
     share = outcome.value
-    return share, issue_share_token(secret, share.share_id, share.expires_at / 1000)
+    token = issue_share_token(secret, share.share_id, share.expires_at / 1000, access_key_id)
+    return share, token
 
 
 async def revoke_share(engine: Engine, share: VideoShare, reason: str = "revoked") -> None:
@@ -91,6 +105,18 @@ async def reap_expired_shares(engine: Engine) -> None:
             )
 
 
+def refuse_ended_creator(engine: Engine, user_id: str, access_key_id: str | None) -> None:
+    """403 AccessDenied once the share's creator is disabled or deleted, or the access key
+    it was made with is revoked or deleted."""
+    if access_key_id is not None:
+        key = engine.state.get_access_key(access_key_id)
+        if key is None or key.status != "active":
+            raise AccessDeniedError("the access key that made this share was revoked")
+    user = engine.state.get_user(user_id)
+    if user is None or user.status != "active":
+        raise AccessDeniedError("the user who made this share is disabled or deleted")
+
+
 def resolve_playback(
     engine: Engine, secret: bytes, token: str, path: str, now: float
 ) -> tuple[VideoShare, VideoJob, ObjectVersion]:
@@ -105,6 +131,7 @@ def resolve_playback(
     job = None if share is None else engine.state.media.job(share.job_id)
     if share is None or job is None or job.status != "completed":
         raise ApiError("NoSuchShare", "the share was revoked or does not exist")
+    refuse_ended_creator(engine, share.created_by, claims.access_key_id)
     if not is_output_name(path):
         raise ApiError("NotFound", "no such file in the shared video")
     version = engine.state.head_object(job.bucket, job.output_prefix + path)

@@ -36,7 +36,8 @@ from PIL import Image
 from service.engine import Engine
 from service.media.seam_file import RandomAccessFile, SeamFileReader
 from service.media.video_errors import UndecodableVideoError
-from service.media.video_package import describe, duration_seconds, first_video_stream
+from service.media.video_input import describe, open_video
+from service.media.video_package import duration_seconds, first_video_stream
 from service.media.video_params import ThumbnailParams
 from service.meta import ObjectVersion
 from service.objects import PutIntent, require_key, resolve_version, store_server_made
@@ -119,12 +120,7 @@ def render_thumbnail(source: RandomAccessFile, params: ThumbnailParams, max_pixe
 
     Raises UndecodableVideoError (415) or VideoTooLargeError (413).
     """
-    try:
-        container = av.open(SeamFileReader(source), "r", metadata_errors="ignore")
-    except av.FFmpegError as exc:
-        raise UndecodableVideoError(
-            f"the source is not a readable video: {describe(exc)}"
-        ) from None
+    container = open_video(cast("IO[bytes]", SeamFileReader(source)))
     try:
         stream = first_video_stream(container, max_pixels)
         sar = stream.codec_context.sample_aspect_ratio

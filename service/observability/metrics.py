@@ -48,6 +48,7 @@ OTHER_BUCKET = "_other"
 MEDIA_JOB_STATUSES = ("queued", "processing", "completed", "failed", "cancelled")
 GC_KINDS = ("payload", "staging")
 GcKind = Literal["payload", "staging"]
+UPLOAD_CUT_REASONS = ("stalled", "slow")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """The classic text format, which ``generate_latest`` writes and every Prometheus reads (the
 library's ``CONTENT_TYPE_LATEST`` announces 1.0.0 in recent releases, unknown to older
@@ -233,6 +234,19 @@ class Metrics:
             ["kind"],
             registry=registry,
         )
+        self._upload_cuts = Counter(
+            "service_upload_cuts",
+            "Uploads whose connection was cut: stalled (silent for the idle timeout) or slow "
+            "(below the minimum body rate over a window).",
+            ["reason"],
+            registry=registry,
+        )
+        self._image_renders = Histogram(
+            "service_image_render_wait_seconds",
+            "Image renders, by the time each waited for the image memory budget.",
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
         self._read_only = Gauge(
             "service_read_only",
             "1 while the server refuses writes after a journal fault, else 0.",
@@ -243,6 +257,8 @@ class Metrics:
         for kind in GC_KINDS:
             self._gc_runs.labels(kind=kind)
             self._gc_removed.labels(kind=kind)
+        for reason in UPLOAD_CUT_REASONS:
+            self._upload_cuts.labels(reason=reason)
         if version is not None:
             Gauge(
                 "service_build_info",
@@ -352,6 +368,16 @@ class Metrics:
             raise ValueError(f"unknown gc kind: {kind!r}")
         self._gc_runs.labels(kind=kind).inc()
         self._gc_removed.labels(kind=kind).inc(removed)
+
+    def observe_upload_cut(self, reason: str) -> None:
+        """An upload's connection was cut for ``reason`` (stalled or slow)."""
+        if reason not in UPLOAD_CUT_REASONS:
+            raise ValueError(f"unknown upload cut reason: {reason!r}")
+        self._upload_cuts.labels(reason=reason).inc()
+
+    def observe_image_render(self, waited_seconds: float) -> None:
+        """One image render ran after waiting ``waited_seconds`` for the memory budget."""
+        self._image_renders.observe(waited_seconds)
 
     def set_read_only(self, read_only: bool) -> None:
         self._read_only.set(1 if read_only else 0)

@@ -1,0 +1,108 @@
+"""Unit tests of ``service.upload_slots``: per-user and total caps, stall and rate verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from service.upload_slots import UploadSlots
+
+
+@dataclass(eq=False)
+class Holder:
+    request_id: str
+    closed: bool = field(default=False)
+
+    def close_connection(self) -> None:
+        self.closed = True
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def slots(clock: Clock, **overrides: int) -> UploadSlots:
+    settings = {"capacity": 4, "per_user": 2, "min_body_rate": 100}
+    settings.update(overrides)
+    return UploadSlots(idle_timeout=10.0, clock=clock, **settings)
+
+
+def test_a_user_past_its_share_is_refused_while_others_get_slots() -> None:
+    pool = slots(Clock())
+    a1, a2, a3, b1 = (Holder(name) for name in ("a1", "a2", "a3", "b1"))
+    assert pool.acquire(a1, "alice") is None
+    assert pool.acquire(a2, "alice") is None
+    assert "this user" in (pool.acquire(a3, "alice") or "")
+    assert pool.acquire(b1, "bob") is None
+    assert len(pool) == 3 and pool.held_by("alice") == 2
+    pool.release(a1)
+    pool.release(a1)  # twice is harmless
+    assert pool.held_by("alice") == 1
+    assert pool.acquire(a3, "alice") is None
+
+
+def test_the_total_cap_applies_to_everyone() -> None:
+    pool = slots(Clock(), capacity=2, per_user=2)
+    assert pool.acquire(Holder("a"), "alice") is None
+    assert pool.acquire(Holder("b"), "bob") is None
+    assert "too many uploads" in (pool.acquire(Holder("c"), "carol") or "")
+
+
+def test_a_silent_upload_is_cut_after_the_idle_timeout() -> None:
+    clock = Clock()
+    pool = slots(clock)
+    holder = Holder("r1")
+    pool.acquire(holder, "alice")
+    clock.now += 9.9
+    pool.cut_stalled()
+    assert not holder.closed
+    clock.now += 0.2
+    pool.cut_stalled()
+    assert holder.closed and len(pool) == 0 and pool.cut_stalled_count == 1
+
+
+def test_a_drip_below_the_rate_is_cut_at_the_end_of_its_window() -> None:
+    clock = Clock()
+    pool = slots(clock)
+    drip, fast = Holder("drip"), Holder("fast")
+    pool.acquire(drip, "alice")
+    pool.acquire(fast, "bob")
+    for second in range(1, 11):
+        clock.now += 1
+        pool.delivered(drip, 10 * second)  # 10 B/s, never silent
+        pool.delivered(fast, 1000 * second)  # 1000 B/s
+        pool.cut_stalled()
+    assert drip.closed and pool.cut_slow_count == 1
+    assert not fast.closed and len(pool) == 1
+
+
+def test_a_fast_start_does_not_buy_a_slow_finish() -> None:
+    clock = Clock()
+    pool = slots(clock)
+    holder = Holder("r")
+    pool.acquire(holder, "alice")
+    clock.now += 1
+    pool.delivered(holder, 10_000_000)
+    clock.now += 9
+    pool.cut_stalled()  # the first window averaged far above the minimum: a new window
+    assert not holder.closed
+    for _ in range(10):
+        clock.now += 1
+        pool.delivered(holder, 10_000_000 + 1)
+        pool.cut_stalled()
+    assert holder.closed
+
+
+def test_zero_minimum_rate_only_cuts_silence() -> None:
+    clock = Clock()
+    pool = slots(clock, min_body_rate=0)
+    holder = Holder("r")
+    pool.acquire(holder, "alice")
+    for second in range(1, 30):
+        clock.now += 1
+        pool.delivered(holder, second)
+        pool.cut_stalled()
+    assert not holder.closed
