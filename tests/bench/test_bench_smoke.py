@@ -16,6 +16,7 @@ import pytest
 from bench import SMOKE, compare, file_windows
 from bench.__main__ import markdown_table, parse_args
 from bench.anchors import NaiveServer
+from bench.index_bench import run as run_index
 from bench.loadgen import LoadSpec, run_load, wrk_available
 from bench.memory_bench import peak_rss_mib
 from bench.multipart_bench import run as run_multipart
@@ -130,3 +131,20 @@ def test_only_names_sections_and_rejects_unknown_ones() -> None:
 def test_file_windows_repeat_the_data_file_and_peak_rss_is_read_from_proc() -> None:
     assert file_windows(0, 20, 8) == [(0, 8), (0, 8), (0, 4)]
     assert peak_rss_mib(os.getpid()) > 1
+
+
+def test_index_section_sets_every_lmdb_figure_beside_sqlites() -> None:
+    rows = run_index(SMOKE)
+
+    names = [str(row["measurement"]).split(",")[0] for row in rows]
+    assert names[:5] == [
+        "populate rows/s",
+        "bytes/object",
+        "lookups/s",
+        "page prefix+delimiter ms",
+        "page delimiter only ms",
+    ]
+    assert sum(name.startswith("apply rows/s") for name in names) == 3
+    for row in rows:
+        assert row["LMDB"] > 0 and row["SQLite WAL"] > 0
+        assert row["LMDB / SQLite"] == pytest.approx(row["LMDB"] / row["SQLite WAL"])
