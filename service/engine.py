@@ -8,8 +8,9 @@ event loop. Orphans left by a crash are collected at startup (nothing is in flig
 and by the periodic sweep (with a grace period for in-flight PUTs).
 
 A journal write or fsync error is fail-stop: the engine turns read-only, every later
-mutation answers 503 ServiceUnavailable with Retry-After, and the next start's replay
-decides whether the failed record survived. Until then nothing is deleted (no GC, no
+mutation raises ``ReadOnlyError`` (with a retry hint, which the HTTP layer sends as 503
+with Retry-After; ``service.engine_errors``), and the next start's replay decides whether
+the failed record survived. Until then nothing is deleted (no GC, no
 release): the failed record may survive and name its payload.
 
 Balanced durability adds two rules (``docs/durability.md``): a payload file is unlinked only
@@ -44,8 +45,14 @@ from journal import (
     JournalOptions,
     Record,
 )
-from service.api_errors import ApiError
 from service.config import Config
+from service.engine_errors import (
+    CommitFailedError,
+    NotServingError,
+    ReadOnlyError,
+    StorageFullError,
+)
+from service.key_usage import KeyUsage
 from service.meta import MetaState, Outcome, decode_snapshot, encode_snapshot, events, freeze
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 
@@ -54,8 +61,6 @@ log = logging.getLogger("service.engine")
 T = TypeVar("T")
 PayloadRefs = dict[str, tuple[int, str]]
 """payload id -> (size, sha256) as the records that reference it state them."""
-
-READ_ONLY_RETRY_AFTER = "30"
 
 
 class Engine:
@@ -91,6 +96,8 @@ class Engine:
         self.quarantined: set[str] = set()
         """Payloads that failed verification after an unclean start: never served."""
         self.state = MetaState()
+        self.key_usage = KeyUsage()
+        """Access keys' uses not yet journaled (``service.key_usage``)."""
         self.journal: Journal | None = None
         self.read_only_reason: str | None = None
         self.started_at = time.time()
@@ -217,6 +224,10 @@ class Engine:
             except Exception:
                 log.exception("background job %s failed", getattr(job, "__name__", job))
 
+    def key_last_used(self, access_key_id: str) -> int | None:
+        """The key's last use (ms), journaled or only noted; None if never used."""
+        return self.key_usage.last_used(self.state, access_key_id)
+
     # -- blocking work ----------------------------------------------------------------
 
     async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
@@ -226,45 +237,31 @@ class Engine:
     # -- commit -----------------------------------------------------------------------
 
     def ensure_writable(self) -> None:
-        """Refuse a mutation up front while the engine is read-only."""
+        """Refuse a mutation up front while the engine is read-only (``ReadOnlyError``)."""
         if self.read_only_reason is not None:
-            raise ApiError(
-                "ServiceUnavailable",
-                "the server is read-only after a journal fault; restart it to recover",
-                headers={"Retry-After": READ_ONLY_RETRY_AFTER},
-            )
+            raise ReadOnlyError()
 
     async def commit(self, event: dict[str, Any]) -> Outcome:
         """Append ``event`` to the journal and return the outcome of applying it.
 
-        Raises ApiError 503 when read-only, 500 when the commit failed (and the engine
-        turns read-only, fail-stop: the record's fate is decided by the next replay).
+        Raises ``ReadOnlyError`` when read-only, ``NotServingError`` while starting or
+        stopping, and ``StorageFullError`` / ``CommitFailedError`` when the commit failed
+        (the engine then turns read-only, fail-stop: the record's fate is decided by the
+        next replay). See ``service.engine_errors``.
         """
         self.ensure_writable()
         journal = self.journal
         if journal is None:
-            raise ApiError(
-                "ServiceUnavailable", "the server is starting", headers={"Retry-After": "1"}
-            )
+            raise NotServingError("the server is starting", retry_after=1)
         try:
             sequence = await journal.append(event)
         except JournalClosedError:
-            raise ApiError(
-                "ServiceUnavailable", "the server is shutting down", headers={"Retry-After": "5"}
-            ) from None
+            raise NotServingError("the server is shutting down", retry_after=5) from None
         except JournalFailedError as exc:
             self._enter_read_only(f"journal write failed: {exc}")
             if _disk_full(exc):
-                raise ApiError(
-                    "InsufficientStorage",
-                    "the disk is full; the server is now read-only",
-                    log_detail=str(exc),
-                ) from None
-            raise ApiError(
-                "InternalError",
-                "the metadata commit failed; the server is now read-only",
-                log_detail=str(exc),
-            ) from None
+                raise StorageFullError(str(exc)) from None
+            raise CommitFailedError(str(exc)) from None
         outcome = self._outcomes.pop(sequence)
         self._records_since_snapshot += 1
         if self._records_since_snapshot >= self.config.snapshot_every:

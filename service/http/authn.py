@@ -34,6 +34,7 @@ from service.auth import (
     verify_presigned,
     verify_token,
 )
+from service.key_usage import KeyUsage
 from service.meta import MetaState, User
 from service.timefmt import now_ms
 
@@ -54,8 +55,11 @@ def _principal(user: User, credential_id: str, via: Via) -> Principal:
     return Principal(user.user_id, user.username, cast(Role, user.role), credential_id, via)
 
 
-def authenticate(state: MetaState, server_secret: bytes, request: HTTPServerRequest) -> Principal:
-    """The principal behind a request's ``Authorization`` header, or 401/403."""
+def authenticate(
+    state: MetaState, key_usage: KeyUsage, server_secret: bytes, request: HTTPServerRequest
+) -> Principal:
+    """The principal behind a request's ``Authorization`` header, or 401/403; a use of an
+    access key is noted in ``key_usage``."""
     header = request.headers.get("Authorization")
     if not header:
         raise UnauthorizedError()
@@ -66,7 +70,7 @@ def authenticate(state: MetaState, server_secret: bytes, request: HTTPServerRequ
         if key is None or key.status != "active" or not secret_matches(key.secret_digest, secret):
             raise UnauthorizedError()
         user = _active_user(state, key.user_id)
-        state.touch_access_key(key_id, now_ms())
+        key_usage.touch(key_id, now_ms())
         return _principal(user, key_id, "access_key")
     token = parse_bearer_authorization(header)
     if token is not None:

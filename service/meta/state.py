@@ -181,7 +181,7 @@ class MetaState:
         return state
 
     def __eq__(self, other: object) -> bool:
-        """Equal durable content (in-memory key touches not yet journaled are ignored)."""
+        """Equal content."""
         if not isinstance(other, MetaState):
             return NotImplemented
         return self.freeze() == other.freeze()
@@ -705,18 +705,7 @@ class MetaState:
     def list_access_keys(self, user_id: str | None = None) -> list[AccessKey]:
         return self._accounts.list_access_keys(user_id)
 
-    def touch_access_key(self, access_key_id: str, at_ms: int) -> None:
-        """Note a use of the key in memory; ``pending_key_usage`` offers it for journaling."""
-        self._accounts.touch(access_key_id, at_ms)
-
     def key_last_used(self, access_key_id: str) -> int | None:
-        """The key's last use (ms), journaled or only touched; None if never used."""
-        last = self._accounts.last_used(access_key_id, -1)
-        return None if last < 0 else last
-
-    def pending_key_usage(self) -> dict[str, int]:
-        """Touches newer than the journal knows: the payload of an ``AccessKeysUsed`` event.
-
-        Reading does not clear them; applying that event does.
-        """
-        return self._accounts.pending_usage()
+        """The key's journaled last use (ms); None if none was journaled. Uses noted since
+        the last ``AccessKeysUsed`` event live in ``service.key_usage``."""
+        return self._accounts.last_used(access_key_id)
