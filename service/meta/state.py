@@ -8,9 +8,9 @@ exists, If-Match, If-None-Match, quota) are checked again here because two reque
 their pre-checks before either is applied.
 
 Indexes:
-- buckets by name, and per bucket a SortedDict ``key -> tuple of versions`` (oldest first,
-  latest last) plus a SortedList of the keys whose latest version is not a delete marker, so
-  a listing page costs O(log n + page) and never steps over deleted keys;
+- buckets by name, and per bucket each key's versions (oldest first, latest last) and the
+  keys whose latest version is not a delete marker (``service.meta.object_index``), so a
+  listing page costs O(log n + page) and never steps over deleted keys;
 - usage per bucket, maintained as versions come and go;
 - a reference count per payload id (``service.meta.refs``), so a payload is released
   exactly when its last reference goes;
@@ -36,9 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sortedcontainers import SortedDict, SortedList
-
-from service.meta import events, fields, listing
+from service.meta import events, fields
 from service.meta.accounts import Accounts
 from service.meta.fields import MalformedEventError
 from service.meta.model import (
@@ -56,6 +54,7 @@ from service.meta.model import (
     VideoJob,
     VideoShare,
 )
+from service.meta.object_index import ObjectIndex, visible
 from service.meta.outcome import Outcome, accepted, rejected
 from service.meta.refs import PayloadRefs
 from service.meta.upload_state import Uploads
@@ -90,10 +89,6 @@ def _delete_marker(bucket: str, key: str, version_id: str | None, at: int) -> Ob
     return ObjectVersion(bucket, key, version_id, None, 0, "", "", {}, at, at, True)
 
 
-def _visible(versions: Versions) -> bool:
-    return bool(versions) and not versions[-1].is_delete_marker
-
-
 def _find(versions: Versions, version_id: str | None) -> int | None:
     for index, version in enumerate(versions):
         if version.version_id == version_id:
@@ -107,8 +102,7 @@ class MetaState:
     def __init__(self) -> None:
         self._server_id: str | None = None
         self._buckets: dict[str, Bucket] = {}
-        self._objects: dict[str, Any] = {}  # bucket -> SortedDict[str, Versions]
-        self._visible: dict[str, Any] = {}  # bucket -> SortedList[str]
+        self._objects = ObjectIndex()
         self._usage: dict[str, Usage] = {}
         self._refs = PayloadRefs()
         self._uploads = Uploads(self._refs, self._buckets.__contains__, self._store_version)
@@ -137,10 +131,7 @@ class MetaState:
         return FrozenState(
             server_id=self._server_id,
             buckets=dict(self._buckets),
-            objects={
-                name: (list(versions.keys()), dict.copy(versions))
-                for name, versions in self._objects.items()
-            },
+            objects=self._objects.image(),
             uploads=uploads,
             parts=parts,
             users=users,
@@ -160,12 +151,8 @@ class MetaState:
         state._anomalies = dict(image.anomalies)
         state._media.load(image.video_jobs, image.video_shares)
         for name, bucket in image.buckets.items():
-            state._add_bucket(bucket)
             _, versions_by_key = image.objects.get(name, ([], {}))
-            state._objects[name] = SortedDict(versions_by_key)
-            state._visible[name] = SortedList(
-                key for key, versions in versions_by_key.items() if _visible(versions)
-            )
+            state._add_bucket(bucket, versions_by_key)
             for versions in versions_by_key.values():
                 for version in versions:
                     state._count_in(version)
@@ -209,23 +196,11 @@ class MetaState:
             self._usage[version.bucket] = self._usage[version.bucket].minus(version.size)
             self._refs.unref(version.payload_id, released)
 
-    def _set_versions(self, bucket: str, key: str, before: Versions, after: Versions) -> None:
-        """Replace a key's versions, keeping the visible-key index in step."""
-        keys = self._objects[bucket]
-        if after:
-            keys[key] = after
-        else:
-            del keys[key]
-        was, now = _visible(before), _visible(after)
-        if was and not now:
-            self._visible[bucket].remove(key)
-        elif now and not was:
-            self._visible[bucket].add(key)
-
-    def _add_bucket(self, bucket: Bucket) -> None:
+    def _add_bucket(
+        self, bucket: Bucket, versions_by_key: Mapping[str, Versions] | None = None
+    ) -> None:
         self._buckets[bucket.name] = bucket
-        self._objects[bucket.name] = SortedDict()
-        self._visible[bucket.name] = SortedList()
+        self._objects.add_bucket(bucket.name, versions_by_key)
         self._usage[bucket.name] = Usage()
         self._uploads.add_bucket(bucket.name)
 
@@ -288,16 +263,14 @@ class MetaState:
         bucket = self._buckets.get(name)
         if bucket is None:
             return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
-        keys = self._objects[name]
-        if keys and not force:
+        if self._objects.holds_any(name) and not force:
             return rejected("BucketNotEmpty", f"bucket {name!r} is not empty")
         released: list[str] = []
-        for versions in keys.values():
-            for version in versions:
-                if version.payload_id is not None:
-                    self._refs.unref(version.payload_id, released)
+        for version in self._objects.drop_bucket(name):
+            if version.payload_id is not None:
+                self._refs.unref(version.payload_id, released)
         self._uploads.drop_bucket(name, released)
-        del self._buckets[name], self._objects[name], self._visible[name], self._usage[name]
+        del self._buckets[name], self._usage[name]
         return accepted(bucket, released)
 
     # -- objects ------------------------------------------------------------------------
@@ -347,7 +320,7 @@ class MetaState:
     ) -> Outcome:
         """Make a payload the key's newest version, if versioning and quota allow."""
         bucket = self._buckets[name]
-        before: Versions = self._objects[bucket.name].get(key, ())
+        before = self._objects.versions(bucket.name, key)
         created_at = at
         if bucket.versioning_enabled:
             if _find(before, version_token) is not None:
@@ -383,7 +356,7 @@ class MetaState:
         self._count_in(version)
         if replaced is not None:
             self._count_out(replaced, released)
-        self._set_versions(bucket.name, key, before, (*kept, version))
+        self._objects.set_versions(bucket.name, key, before, (*kept, version))
         return accepted(version, released)
 
     def _quota_allows(self, bucket: Bucket, growth: int) -> bool:
@@ -400,7 +373,7 @@ class MetaState:
         bucket = self._buckets.get(name)
         if bucket is None:
             return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
-        before: Versions = self._objects[name].get(key, ())
+        before = self._objects.versions(name, key)
         released: list[str] = []
         if version_id is not None:
             index = _find(before, None if version_id == NULL_VERSION_ID else version_id)
@@ -408,25 +381,25 @@ class MetaState:
                 return rejected("NoSuchVersion", f"no version {version_id!r} of {key!r}")
             removed = before[index]
             self._count_out(removed, released)
-            self._set_versions(name, key, before, before[:index] + before[index + 1 :])
+            self._objects.set_versions(name, key, before, before[:index] + before[index + 1 :])
             return accepted(removed, released)
-        if not _visible(before):
+        if not visible(before):
             return rejected("NoSuchKey", f"no object {key!r} in bucket {name!r}")
         if bucket.versioning_enabled:
             if _find(before, version_token) is not None:
                 return rejected("InvalidState", "the version id is taken")
             marker = _delete_marker(name, key, version_token, at)
-            self._set_versions(name, key, before, (*before, marker))
+            self._objects.set_versions(name, key, before, (*before, marker))
             return accepted(marker)
         index = _find(before, None)
         kept = before if index is None else before[:index] + before[index + 1 :]
         if index is not None:
             self._count_out(before[index], released)
         if not kept:
-            self._set_versions(name, key, before, ())
+            self._objects.set_versions(name, key, before, ())
             return accepted(before[-1], released)
         marker = _delete_marker(name, key, None, at)
-        self._set_versions(name, key, before, (*kept, marker))
+        self._objects.set_versions(name, key, before, (*kept, marker))
         return accepted(marker, released)
 
     # -- reads: server, buckets, objects ------------------------------------------------
@@ -461,8 +434,7 @@ class MetaState:
 
         Delete markers are returned too, so the caller can tell "deleted" from "absent".
         """
-        keys = self._objects.get(bucket)
-        versions: Versions = () if keys is None else keys.get(key, ())
+        versions = self._objects.versions(bucket, key)
         if not versions:
             return None
         if version_id is None:
@@ -472,8 +444,7 @@ class MetaState:
 
     def object_versions(self, bucket: str, key: str) -> Versions:
         """Every version of a key, oldest first (empty if none)."""
-        keys = self._objects.get(bucket)
-        return () if keys is None else keys.get(key, ())
+        return self._objects.versions(bucket, key)
 
     def quota_allows(self, bucket: str, key: str, incoming_size: int, reserved: int = 0) -> bool:
         """Whether storing ``incoming_size`` bytes as ``key`` would keep the bucket within
@@ -499,9 +470,7 @@ class MetaState:
         """A page of the bucket's keys (see ``service.meta.listing``); empty if no bucket."""
         if bucket not in self._buckets:
             return ObjectPage((), (), None, False)
-        return listing.list_objects(
-            self._visible[bucket], self._objects[bucket], prefix, delimiter, limit, start_after
-        )
+        return self._objects.list_objects(bucket, prefix, delimiter, limit, start_after)
 
     def list_versions(
         self,
@@ -513,7 +482,7 @@ class MetaState:
         """A page of the bucket's versions (see ``service.meta.listing``)."""
         if bucket not in self._buckets:
             return VersionPage((), None, False)
-        return listing.list_versions(self._objects[bucket], prefix, limit, start_after)
+        return self._objects.list_versions(bucket, prefix, limit, start_after)
 
     def referenced_payloads(self) -> set[str]:
         """Every payload id a version or a part references (a copy: safe to use off-loop)."""
