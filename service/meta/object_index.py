@@ -15,7 +15,7 @@ copies of the containers for other threads.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from sortedcontainers import SortedDict, SortedList
 
@@ -32,8 +32,27 @@ def visible(versions: Versions) -> bool:
     return bool(versions) and not versions[-1].is_delete_marker
 
 
+class ObjectStore(Protocol):
+    """What the state asks of whatever holds the object versions."""
+
+    def add_bucket(
+        self, bucket: str, versions_by_key: Mapping[str, Versions] | None = None
+    ) -> None: ...
+    def drop_bucket(self, bucket: str) -> Iterator[ObjectVersion]: ...
+    def holds_any(self, bucket: str) -> bool: ...
+    def versions(self, bucket: str, key: str) -> Versions: ...
+    def set_versions(self, bucket: str, key: str, before: Versions, after: Versions) -> None: ...
+    def image(self) -> dict[str, BucketImage]: ...
+    def list_objects(
+        self, bucket: str, prefix: str, delimiter: str | None, limit: int, start_after: str | None
+    ) -> ObjectPage: ...
+    def list_versions(
+        self, bucket: str, prefix: str, limit: int, start_after: tuple[str, int] | None
+    ) -> VersionPage: ...
+
+
 class ObjectIndex:
-    """Object versions of every bucket; see the module docstring."""
+    """Object versions of every bucket in memory; see the module docstring."""
 
     def __init__(self) -> None:
         self._versions: dict[str, Any] = {}  # bucket -> SortedDict[str, Versions]

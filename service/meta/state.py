@@ -54,7 +54,7 @@ from service.meta.model import (
     VideoJob,
     VideoShare,
 )
-from service.meta.object_index import ObjectIndex, visible
+from service.meta.object_index import ObjectIndex, ObjectStore, visible
 from service.meta.outcome import Outcome, accepted, rejected
 from service.meta.refs import PayloadRefs
 from service.meta.upload_state import Uploads
@@ -99,10 +99,11 @@ def _find(versions: Versions, version_id: str | None) -> int | None:
 class MetaState:
     """The object store's metadata; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, objects: ObjectStore | None = None) -> None:
+        """``objects`` holds the object versions: in memory unless given."""
         self._server_id: str | None = None
         self._buckets: dict[str, Bucket] = {}
-        self._objects = ObjectIndex()
+        self._objects: ObjectStore = objects if objects is not None else ObjectIndex()
         self._usage: dict[str, Usage] = {}
         self._refs = PayloadRefs()
         self._uploads = Uploads(self._refs, self._buckets.__contains__, self._store_version)
@@ -128,10 +129,11 @@ class MetaState:
         users, keys, last_used = self._accounts.images()
         jobs, shares = self._media.images()
         uploads, parts = self._uploads.images()
+        objects = self._objects.image()
         return FrozenState(
             server_id=self._server_id,
             buckets=dict(self._buckets),
-            objects=self._objects.image(),
+            objects={name: objects.get(name, ([], {})) for name in self._buckets},
             uploads=uploads,
             parts=parts,
             users=users,

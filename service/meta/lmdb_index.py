@@ -1,0 +1,253 @@
+"""The object index in LMDB: the same interface as ``ObjectIndex``, off the Python heap.
+
+WORK IN PROGRESS (issue 12, branch ``index-wip``): not yet wired into the engine.
+
+Layout (one LMDB environment, named databases):
+
+- ``versions``: ``bucket NUL key`` -> msgpack list of the key's versions, oldest first, each
+  ``[version_id, payload_id, size, content_type, sha256, custom_metadata, created_at,
+  updated_at, is_delete_marker]``;
+- ``visible``: ``bucket NUL key`` -> empty, for the keys whose latest version is not a
+  delete marker (listings never step over deleted keys);
+- ``meta``: ``applied`` -> the journal sequence of the last event applied (the "consistent
+  index", written in the same transaction as the event's effects).
+
+Bucket names never hold NUL, so ``bucket NUL`` is an exact prefix, and keys order by their
+UTF-8 bytes, which is the order of their code points: the order ``service.meta.listing``
+pages in. Listing reuses that module unchanged: a ``_BucketView`` offers the two things it
+asks of a container (``irange`` from a bound, ``[key]``) over an LMDB cursor.
+
+Writes go into the batch's write transaction (``begin``/``commit``, one per journal batch)
+or, outside a batch, into a transaction of their own. Reads inside a batch see its writes.
+
+Thread-safety: one writer (the event-loop thread); reads from any thread open their own read
+transaction (an MVCC snapshot).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import lmdb
+import msgpack
+
+from service.meta import listing
+from service.meta.model import ObjectPage, ObjectVersion, VersionPage
+from service.meta.object_index import BucketImage, Versions, visible
+
+MAP_BYTES = 1 << 40
+"""Address space reserved for the map (sparse on disk: only pages in use take space)."""
+_APPLIED = b"applied"
+_SEQUENCE = struct.Struct(">Q")
+
+
+def _prefix(bucket: str) -> bytes:
+    return bucket.encode() + b"\0"
+
+
+def _pack(versions: Versions) -> bytes:
+    data: bytes = msgpack.packb(
+        [
+            [
+                v.version_id,
+                v.payload_id,
+                v.size,
+                v.content_type,
+                v.sha256,
+                dict(v.custom_metadata),
+                v.created_at,
+                v.updated_at,
+                v.is_delete_marker,
+            ]
+            for v in versions
+        ]
+    )
+    return data
+
+
+def _unpack(bucket: str, key: str, data: bytes) -> Versions:
+    return tuple(
+        ObjectVersion(bucket, key, *fields) for fields in msgpack.unpackb(data, use_list=False)
+    )
+
+
+class _BucketView:
+    """One bucket of one database, as ``listing`` reads a SortedList/SortedDict."""
+
+    def __init__(self, txn: Any, db: Any, bucket: str) -> None:
+        self._txn, self._db, self._bucket = txn, db, bucket
+        self._prefix = _prefix(bucket)
+
+    def irange(self, minimum: str, inclusive: tuple[bool, bool]) -> Iterator[str]:
+        start = self._prefix + minimum.encode()
+        cursor = self._txn.cursor(db=self._db)
+        if not cursor.set_range(start):
+            return
+        for raw in cursor.iternext(keys=True, values=False):
+            if not raw.startswith(self._prefix):
+                return
+            if raw == start and not inclusive[0]:
+                continue
+            yield raw[len(self._prefix) :].decode()
+
+    def __getitem__(self, key: str) -> Versions:
+        data = self._txn.get(self._prefix + key.encode(), db=self._db)
+        if data is None:
+            raise KeyError(key)
+        return _unpack(self._bucket, key, data)
+
+
+class LmdbObjectIndex:
+    """Object versions of every bucket in an LMDB environment at ``path``."""
+
+    def __init__(self, path: str, *, sync: bool = False) -> None:
+        self.env = lmdb.open(
+            path, map_size=MAP_BYTES, max_dbs=4, sync=sync, metasync=sync, readahead=False
+        )
+        self._versions = self.env.open_db(b"versions")
+        self._visible = self.env.open_db(b"visible")
+        self._meta = self.env.open_db(b"meta")
+        self._batch: Any = None
+
+    # -- transactions -------------------------------------------------------------------
+
+    def begin(self) -> None:
+        """Open the write transaction of one journal batch."""
+        assert self._batch is None, "a batch is already open"
+        self._batch = self.env.begin(write=True)
+
+    def commit(self, sequence: int) -> None:
+        """Record ``sequence`` as applied and commit the batch with it, atomically."""
+        txn, self._batch = self._batch, None
+        txn.put(_APPLIED, _SEQUENCE.pack(sequence), db=self._meta)
+        txn.commit()
+
+    def applied_sequence(self) -> int:
+        """The sequence of the last event the store holds the effects of (0: none)."""
+        with self.env.begin() as txn:
+            raw = txn.get(_APPLIED, db=self._meta)
+        return 0 if raw is None else int(_SEQUENCE.unpack(raw)[0])
+
+    def close(self) -> None:
+        if self._batch is not None:
+            self._batch.abort()
+            self._batch = None
+        self.env.close()
+
+    def _write(self) -> Any:
+        return self._batch if self._batch is not None else self.env.begin(write=True)
+
+    def _done(self, txn: Any) -> None:
+        if txn is not self._batch:
+            txn.commit()
+
+    def _read(self) -> Any:
+        return self._batch if self._batch is not None else self.env.begin()
+
+    # -- the ObjectIndex interface ------------------------------------------------------
+
+    def add_bucket(
+        self, bucket: str, versions_by_key: Mapping[str, Versions] | None = None
+    ) -> None:
+        txn = self._write()
+        for key, versions in (versions_by_key or {}).items():
+            self._put(txn, bucket, key, (), versions)
+        self._done(txn)
+
+    def drop_bucket(self, bucket: str) -> Iterator[ObjectVersion]:
+        prefix = _prefix(bucket)
+        txn = self._write()
+        dropped: list[ObjectVersion] = []
+        for db in (self._versions, self._visible):
+            cursor = txn.cursor(db=db)
+            positioned = cursor.set_range(prefix)
+            while positioned and cursor.key().startswith(prefix):
+                if db is self._versions:
+                    key = cursor.key()[len(prefix) :].decode()
+                    dropped.extend(_unpack(bucket, key, cursor.value()))
+                positioned = cursor.delete()
+        self._done(txn)
+        return iter(dropped)
+
+    def holds_any(self, bucket: str) -> bool:
+        prefix = _prefix(bucket)
+        txn = self._read()
+        try:
+            cursor = txn.cursor(db=self._versions)
+            return bool(cursor.set_range(prefix) and cursor.key().startswith(prefix))
+        finally:
+            self._end_read(txn)
+
+    def versions(self, bucket: str, key: str) -> Versions:
+        txn = self._read()
+        try:
+            data = txn.get(_prefix(bucket) + key.encode(), db=self._versions)
+        finally:
+            self._end_read(txn)
+        return () if data is None else _unpack(bucket, key, data)
+
+    def set_versions(self, bucket: str, key: str, before: Versions, after: Versions) -> None:
+        txn = self._write()
+        self._put(txn, bucket, key, before, after)
+        self._done(txn)
+
+    def image(self) -> dict[str, BucketImage]:
+        """Every bucket's keys and versions (buckets with no key are absent)."""
+        result: dict[str, BucketImage] = {}
+        txn = self._read()
+        try:
+            for raw, data in txn.cursor(db=self._versions):
+                bucket_raw, _, key_raw = bytes(raw).partition(b"\0")
+                bucket, key = bucket_raw.decode(), key_raw.decode()
+                keys, versions = result.setdefault(bucket, ([], {}))
+                keys.append(key)
+                versions[key] = _unpack(bucket, key, data)
+        finally:
+            self._end_read(txn)
+        return result
+
+    def list_objects(
+        self, bucket: str, prefix: str, delimiter: str | None, limit: int, start_after: str | None
+    ) -> ObjectPage:
+        txn = self._read()
+        try:
+            return listing.list_objects(
+                _BucketView(txn, self._visible, bucket),
+                _BucketView(txn, self._versions, bucket),
+                prefix,
+                delimiter,
+                limit,
+                start_after,
+            )
+        finally:
+            self._end_read(txn)
+
+    def list_versions(
+        self, bucket: str, prefix: str, limit: int, start_after: tuple[str, int] | None
+    ) -> VersionPage:
+        txn = self._read()
+        try:
+            view = _BucketView(txn, self._versions, bucket)
+            return listing.list_versions(view, prefix, limit, start_after)
+        finally:
+            self._end_read(txn)
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _end_read(self, txn: Any) -> None:
+        if txn is not self._batch:
+            txn.abort()
+
+    def _put(self, txn: Any, bucket: str, key: str, before: Versions, after: Versions) -> None:
+        raw = _prefix(bucket) + key.encode()
+        if after:
+            txn.put(raw, _pack(after), db=self._versions)
+        else:
+            txn.delete(raw, db=self._versions)
+        was, now = visible(before), visible(after)
+        if was and not now:
+            txn.delete(raw, db=self._visible)
+        elif now and not was:
+            txn.put(raw, b"", db=self._visible)
