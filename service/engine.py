@@ -52,8 +52,11 @@ from service.engine_errors import (
     ReadOnlyError,
     StorageFullError,
 )
+from service.index_store import close_index, open_index
 from service.key_usage import KeyUsage
 from service.meta import MetaState, Outcome, decode_snapshot, encode_snapshot, events, freeze
+from service.meta.lmdb_index import LmdbObjectIndex
+from service.meta.snapshot import SnapshotFormatError, decode_image
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 
 log = logging.getLogger("service.engine")
@@ -96,6 +99,11 @@ class Engine:
         self.quarantined: set[str] = set()
         """Payloads that failed verification after an unclean start: never served."""
         self.state = MetaState()
+        self.index: LmdbObjectIndex | None = None
+        """The persistent object index (real disks only; the simulated disk of the crash
+        tests keeps the versions in memory): ``service.index_store``."""
+        self._use_index = isinstance(self.fs, RealFileSystem)
+        self._rest_changed = False
         self.key_usage = KeyUsage()
         """Access keys' uses not yet journaled (``service.key_usage``)."""
         self.journal: Journal | None = None
@@ -127,6 +135,7 @@ class Engine:
         self.replay_seconds = time.perf_counter() - started
         self._last_snapshot_sequence = journal.stats().last_snapshot_sequence
         journal.listener = self._on_durable
+        journal.batch_listener = self._on_batch_durable
         crashpoints.hit("engine.after_replay")
         self.quarantined = await self.run_blocking(self.integrity.quarantined_ids)
         await self.run_blocking(self.integrity.finish_quarantine, self.quarantined)
@@ -165,14 +174,58 @@ class Engine:
         )
         unclean = self.integrity.unsynced_marked()
         journal = Journal.open(self.config.journal_dir, options, self.fs)
-        state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
+        if self._use_index:
+            state, applied = self._open_index(journal)
+        else:
+            state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
+            applied = 0
+        index = self.index
         recent: PayloadRefs | None = {} if unclean else None
         for record in journal.replay():
-            state.apply(record.event)
             if recent is not None and "payload_id" in record.event:
                 event = record.event
                 recent[event["payload_id"]] = (event["size"], event["sha256"])
+            if record.sequence <= applied:
+                continue  # the index holds its effects already
+            if index is not None and not index.in_batch:
+                index.begin()
+            state.apply(record.event)
+            if index is not None and record.sequence % REPLAY_BATCH == 0:
+                index.commit(record.sequence, _rest(state))
+        if index is not None and index.in_batch:
+            index.commit(journal.stats().last_sequence, _rest(state))
         return journal, state, recent
+
+    def _open_index(self, journal: Journal) -> tuple[MetaState, int]:
+        """The state as the index holds it and the sequence it holds it at; a missing,
+        damaged, stale or ahead index is rebuilt from the journal's snapshot first."""
+        index, reason = open_index(self.fs, self.config.data_dir)
+        self.index = index
+        last = journal.stats().last_sequence
+        base = journal.snapshot.sequence if journal.snapshot else 0
+        applied, rest = index.applied_sequence(), index.rest()
+        if reason is None and rest is None and last > 0:
+            reason = "the index holds no state"
+        elif reason is None and applied > last:
+            reason = f"the index (at {applied}) is ahead of the journal (at {last})"
+        elif reason is None and applied < base:
+            reason = f"the index (at {applied}) is older than the journal's snapshot ({base})"
+        if reason is None and rest is not None:
+            try:
+                state = MetaState.reopen(decode_image(rest), index)
+            except SnapshotFormatError as exc:
+                reason = f"the index is damaged ({exc})"
+            else:
+                log.info("index at sequence %d; replaying the journal after it", applied)
+                return state, applied
+        if reason is not None:
+            log.warning("rebuilding the index from the journal: %s", reason)
+        index.wipe()
+        index.begin()
+        image = decode_image(journal.snapshot.data) if journal.snapshot else MetaState().freeze()
+        state = MetaState.restore(image, index)
+        index.commit(base, _rest(state))
+        return state, base
 
     def _verify_recent(self, recent: PayloadRefs, referenced: set[str]) -> set[str]:
         """Quarantine the referenced payloads in ``recent`` whose bytes are not what their
@@ -211,6 +264,9 @@ class Engine:
                     log.exception("final snapshot failed")
                     clean = False
             await self.journal.close()
+            if self.index is not None:
+                index, self.index = self.index, None
+                await self.run_blocking(close_index, self.fs, self.config.data_dir, index)
             if clean and not self._strict:
                 # The final snapshot fsynced every payload it covers: the next start is clean.
                 await self.run_blocking(self.integrity.clear_unsynced_mark)
@@ -271,7 +327,12 @@ class Engine:
 
     def _on_durable(self, record: Record) -> None:
         event = record.event
+        index = self.index
+        if index is not None and not index.in_batch:
+            index.begin()
         outcome = self.state.apply(event)
+        if event.get("type") not in _OBJECT_EVENTS or not outcome.ok:
+            self._rest_changed = True
         self._outcomes[record.sequence] = outcome
         if not self._strict and outcome.ok and "payload_id" in event:
             self._unsynced_payloads.add(event["payload_id"])
@@ -280,6 +341,14 @@ class Engine:
             if event["type"] == events.UPLOAD_COMPLETED:
                 crashpoints.hit("multipart.before_parts_removed")
             self.release_payloads(outcome.released_payloads)
+
+    def _on_batch_durable(self, sequence: int) -> None:
+        """One index transaction per journal batch, with the batch's last sequence."""
+        index = self.index
+        if index is not None and index.in_batch:
+            rest = _rest(self.state) if self._rest_changed else None
+            self._rest_changed = False
+            index.commit(sequence, rest)
 
     def _enter_read_only(self, reason: str) -> None:
         if self.read_only_reason is None:
@@ -353,20 +422,30 @@ class Engine:
             sequence = journal.stats().last_sequence
             if sequence <= self._last_snapshot_sequence:
                 return
-            frozen = freeze(self.state)
+            # The image and the index's read transaction are taken together, on the loop,
+            # between batches: both are the state at ``sequence``. The objects are then
+            # encoded from the read transaction on a thread, never decoded into memory.
+            index = self.index
+            if index is None:
+                frozen, stored = freeze(self.state), None
+            else:
+                frozen, stored = self.state.freeze(objects=False), index.reader()
             # Balanced: what the snapshot covers must be on disk before it replaces the log
             # (only records after the newest snapshot are verified after a power loss).
             unsynced, self._unsynced_payloads = self._unsynced_payloads, set()
             try:
                 if unsynced:
                     await self.run_blocking(self.integrity.sync_payloads, unsynced)
-                data = await self.run_blocking(encode_snapshot, frozen)
+                data = await self.run_blocking(encode_snapshot, frozen, stored)
                 await journal.write_snapshot(sequence, data)
             except BaseException as exc:
                 self._unsynced_payloads |= unsynced
                 if isinstance(exc, JournalFailedError):
                     self._enter_read_only(f"journal sync failed: {exc}")
                 raise
+            finally:
+                if stored is not None:
+                    stored.close()
             self._last_snapshot_sequence = sequence
 
     async def collect_garbage(self) -> None:
@@ -391,6 +470,17 @@ class Engine:
         )
         await self._release_quarantine(referenced)
         await self.run_blocking(self.store.sweep_staging, self.config.staging_ttl)
+
+
+REPLAY_BATCH = 10_000
+"""Records replayed per index transaction at startup."""
+_OBJECT_EVENTS = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED})
+"""Events whose effects lie wholly in the object index (when accepted)."""
+
+
+def _rest(state: MetaState) -> bytes:
+    """Everything of the state but its object versions, as the index keeps it."""
+    return encode_snapshot(state.freeze(objects=False))
 
 
 def _disk_full(exc: BaseException) -> bool:

@@ -10,7 +10,9 @@ Layout (one LMDB environment, named databases):
 - ``visible``: ``bucket NUL key`` -> empty, for the keys whose latest version is not a
   delete marker (listings never step over deleted keys);
 - ``meta``: ``applied`` -> the journal sequence of the last event applied (the "consistent
-  index", written in the same transaction as the event's effects).
+  index", written in the same transaction as the event's effects), and ``rest`` -> the rest
+  of the state at that sequence (buckets, uploads, accounts, video jobs: small), as a
+  snapshot without objects, rewritten only by batches that changed it.
 
 Bucket names never hold NUL, so ``bucket NUL`` is an exact prefix, and keys order by their
 UTF-8 bytes, which is the order of their code points: the order ``service.meta.listing``
@@ -37,9 +39,12 @@ from service.meta import listing
 from service.meta.model import ObjectPage, ObjectVersion, VersionPage
 from service.meta.object_index import BucketImage, Versions, visible
 
+CACHE_ENTRIES = 8192
+"""Decoded versions of recently read keys kept (a hot GET skips LMDB and msgpack)."""
 MAP_BYTES = 1 << 40
 """Address space reserved for the map (sparse on disk: only pages in use take space)."""
 _APPLIED = b"applied"
+_REST = b"rest"
 _SEQUENCE = struct.Struct(">Q")
 
 
@@ -99,6 +104,40 @@ class _BucketView:
         return _unpack(self._bucket, key, data)
 
 
+class StoredRows:
+    """A read transaction over the versions: each bucket's keys with their versions as
+    stored (msgpack arrays of snapshot rows), for ``encode_snapshot`` to copy as they are.
+    Use from one thread at a time; ``close`` when done."""
+
+    def __init__(self, txn: Any, db: Any) -> None:
+        self._txn, self._db = txn, db
+
+    def count(self, bucket: str) -> int:
+        prefix = _prefix(bucket)
+        cursor = self._txn.cursor(db=self._db)
+        if not cursor.set_range(prefix):
+            return 0
+        total = 0
+        for raw in cursor.iternext(keys=True, values=False):
+            if not raw.startswith(prefix):
+                break
+            total += 1
+        return total
+
+    def rows(self, bucket: str) -> Iterator[tuple[str, bytes]]:
+        prefix = _prefix(bucket)
+        cursor = self._txn.cursor(db=self._db)
+        if not cursor.set_range(prefix):
+            return
+        for raw, data in cursor:
+            if not raw.startswith(prefix):
+                return
+            yield raw[len(prefix) :].decode(), bytes(data)
+
+    def close(self) -> None:
+        self._txn.abort()
+
+
 class LmdbObjectIndex:
     """Object versions of every bucket in an LMDB environment at ``path``."""
 
@@ -110,6 +149,7 @@ class LmdbObjectIndex:
         self._visible = self.env.open_db(b"visible")
         self._meta = self.env.open_db(b"meta")
         self._batch: Any = None
+        self._cache: dict[tuple[str, str], Versions] = {}
 
     # -- transactions -------------------------------------------------------------------
 
@@ -118,11 +158,35 @@ class LmdbObjectIndex:
         assert self._batch is None, "a batch is already open"
         self._batch = self.env.begin(write=True)
 
-    def commit(self, sequence: int) -> None:
-        """Record ``sequence`` as applied and commit the batch with it, atomically."""
+    @property
+    def in_batch(self) -> bool:
+        return self._batch is not None
+
+    def commit(self, sequence: int, rest: bytes | None = None) -> None:
+        """Record ``sequence`` as applied (and ``rest``, if the batch changed it) and commit
+        the batch with them, atomically."""
         txn, self._batch = self._batch, None
         txn.put(_APPLIED, _SEQUENCE.pack(sequence), db=self._meta)
+        if rest is not None:
+            txn.put(_REST, rest, db=self._meta)
         txn.commit()
+
+    def rest(self) -> bytes | None:
+        """The rest of the state as of ``applied_sequence`` (None: never committed)."""
+        with self.env.begin() as txn:
+            raw = txn.get(_REST, db=self._meta)
+        return None if raw is None else bytes(raw)
+
+    def wipe(self) -> None:
+        """Forget everything (before a rebuild)."""
+        self._cache.clear()
+        with self.env.begin(write=True) as txn:
+            for db in (self._versions, self._visible, self._meta):
+                txn.drop(db, delete=False)
+
+    def sync(self) -> None:
+        """Make every committed transaction durable (the store is opened without syncs)."""
+        self.env.sync(True)
 
     def applied_sequence(self) -> int:
         """The sequence of the last event the store holds the effects of (0: none)."""
@@ -157,6 +221,7 @@ class LmdbObjectIndex:
         self._done(txn)
 
     def drop_bucket(self, bucket: str) -> Iterator[ObjectVersion]:
+        self._cache.clear()
         prefix = _prefix(bucket)
         txn = self._write()
         dropped: list[ObjectVersion] = []
@@ -181,17 +246,36 @@ class LmdbObjectIndex:
             self._end_read(txn)
 
     def versions(self, bucket: str, key: str) -> Versions:
+        cached = self._cache.get((bucket, key))
+        if cached is not None:
+            return cached
         txn = self._read()
         try:
             data = txn.get(_prefix(bucket) + key.encode(), db=self._versions)
         finally:
             self._end_read(txn)
-        return () if data is None else _unpack(bucket, key, data)
+        versions = () if data is None else _unpack(bucket, key, data)
+        if len(self._cache) >= CACHE_ENTRIES:
+            del self._cache[next(iter(self._cache))]  # the oldest entry
+        self._cache[bucket, key] = versions
+        return versions
 
     def set_versions(self, bucket: str, key: str, before: Versions, after: Versions) -> None:
         txn = self._write()
         self._put(txn, bucket, key, before, after)
         self._done(txn)
+
+    def iter_versions(self) -> Iterator[ObjectVersion]:
+        """Every version of every bucket, from one read transaction."""
+        with self.env.begin() as txn:
+            for raw, data in txn.cursor(db=self._versions):
+                bucket_raw, _, key_raw = bytes(raw).partition(b"\0")
+                yield from _unpack(bucket_raw.decode(), key_raw.decode(), data)
+
+    def reader(self) -> StoredRows:
+        """The committed versions as of now, for a snapshot encoded on another thread."""
+        assert self._batch is None, "a reader sees committed batches only"
+        return StoredRows(self.env.begin(), self._versions)
 
     def image(self) -> dict[str, BucketImage]:
         """Every bucket's keys and versions (buckets with no key are absent)."""
@@ -241,6 +325,7 @@ class LmdbObjectIndex:
             txn.abort()
 
     def _put(self, txn: Any, bucket: str, key: str, before: Versions, after: Versions) -> None:
+        self._cache.pop((bucket, key), None)
         raw = _prefix(bucket) + key.encode()
         if after:
             txn.put(raw, _pack(after), db=self._versions)

@@ -43,6 +43,7 @@ class ObjectStore(Protocol):
     def versions(self, bucket: str, key: str) -> Versions: ...
     def set_versions(self, bucket: str, key: str, before: Versions, after: Versions) -> None: ...
     def image(self) -> dict[str, BucketImage]: ...
+    def iter_versions(self) -> Iterator[ObjectVersion]: ...
     def list_objects(
         self, bucket: str, prefix: str, delimiter: str | None, limit: int, start_after: str | None
     ) -> ObjectPage: ...
@@ -97,6 +98,12 @@ class ObjectIndex:
             self._visible[bucket].remove(key)
         elif now and not was:
             self._visible[bucket].add(key)
+
+    def iter_versions(self) -> Iterator[ObjectVersion]:
+        """Every version of every bucket."""
+        for versions_by_key in self._versions.values():
+            for versions in versions_by_key.values():
+                yield from versions
 
     def image(self) -> dict[str, BucketImage]:
         """Private copies of every bucket's containers (no record is copied)."""

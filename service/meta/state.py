@@ -124,16 +124,19 @@ class MetaState:
 
     # -- images -------------------------------------------------------------------------
 
-    def freeze(self) -> FrozenState:
-        """A point-in-time image, cheap enough for the event loop (no record is copied)."""
+    def freeze(self, *, objects: bool = True) -> FrozenState:
+        """A point-in-time image, cheap enough for the event loop (no record is copied).
+
+        ``objects=False`` leaves the object versions out (every bucket lists none): what a
+        persistent object index needs kept beside it."""
         users, keys, last_used = self._accounts.images()
         jobs, shares = self._media.images()
         uploads, parts = self._uploads.images()
-        objects = self._objects.image()
+        images = self._objects.image() if objects else {}
         return FrozenState(
             server_id=self._server_id,
             buckets=dict(self._buckets),
-            objects={name: objects.get(name, ([], {})) for name in self._buckets},
+            objects={name: images.get(name, ([], {})) for name in self._buckets},
             uploads=uploads,
             parts=parts,
             users=users,
@@ -145,9 +148,19 @@ class MetaState:
         )
 
     @classmethod
-    def restore(cls, image: FrozenState) -> MetaState:
-        """A live state equal to ``image``; every derived index is rebuilt from the records."""
-        state = cls()
+    def reopen(cls, rest: FrozenState, objects: ObjectStore) -> MetaState:
+        """The state whose object versions ``objects`` holds and the rest ``rest`` (a
+        ``freeze(objects=False)`` image); usage and references are recounted."""
+        state = cls.restore(rest, objects)
+        for version in objects.iter_versions():
+            state._count_in(version)
+        return state
+
+    @classmethod
+    def restore(cls, image: FrozenState, objects: ObjectStore | None = None) -> MetaState:
+        """A live state equal to ``image``; every derived index is rebuilt from the records.
+        Its object versions go into ``objects`` (in memory unless given)."""
+        state = cls(objects)
         state._server_id = image.server_id
         state._accounts.load(image.users, image.access_keys, image.key_last_used)
         state._anomalies = dict(image.anomalies)
