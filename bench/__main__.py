@@ -34,6 +34,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "auth": ("bench.auth_bench", "Auth"),
     "memory": ("bench.memory_bench", "Memory"),
     "index": ("bench.index_bench", "Index store: LMDB vs SQLite (issue 12)"),
+    "scale": ("bench.scale_bench", "Scale: N objects, the index beside the in-memory design"),
 }
 RESULTS = os.path.join(REPO, "bench", "results", "latest.md")
 _HEADERS = {"met": "met?", "anchor_value": "anchor value"}
