@@ -31,6 +31,7 @@ import logging
 import os
 import signal
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -52,11 +53,18 @@ from service.engine_errors import (
     ReadOnlyError,
     StorageFullError,
 )
-from service.index_store import close_index, open_index
+from service.index_store import (
+    IndexMismatchError,
+    close_index,
+    event_crc,
+    load_state,
+    open_index,
+    rebuild,
+    rest_of,
+)
 from service.key_usage import KeyUsage
 from service.meta import MetaState, Outcome, decode_snapshot, encode_snapshot, events, freeze
 from service.meta.lmdb_index import LmdbObjectIndex
-from service.meta.snapshot import SnapshotFormatError, decode_image
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 
 log = logging.getLogger("service.engine")
@@ -104,6 +112,7 @@ class Engine:
         tests keeps the versions in memory): ``service.index_store``."""
         self._use_index = isinstance(self.fs, RealFileSystem)
         self._rest_changed = False
+        self._last_event: dict[str, Any] = {}
         self.key_usage = KeyUsage()
         """Access keys' uses not yet journaled (``service.key_usage``)."""
         self.journal: Journal | None = None
@@ -166,66 +175,57 @@ class Engine:
         self._background.append(asyncio.create_task(self._every(interval, job)))
 
     def _open_and_replay(self) -> tuple[Journal, MetaState, PayloadRefs | None]:
-        """Open the journal and rebuild the state. After an unclean balanced run, also
-        collect the payloads named by the records after the snapshot (they may be torn)."""
+        """Open the journal and rebuild the state: from the object index when it can be
+        trusted, else from the journal's snapshot (``service.index_store``). After an unclean
+        balanced run, also collect the payloads named by the records after the snapshot
+        (they may be torn)."""
         options = JournalOptions(
             durability=self.config.durability,
             segment_bytes=self.config.journal_segment_bytes,
         )
         unclean = self.integrity.unsynced_marked()
         journal = Journal.open(self.config.journal_dir, options, self.fs)
-        if self._use_index:
-            state, applied = self._open_index(journal)
-        else:
+        if not self._use_index:
             state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
-            applied = 0
+            return journal, state, self._replay(journal, state, 0, None, unclean)
+        index, reason = open_index(self.fs, self.config.data_dir)
+        self.index = index
+        state, applied, check = load_state(index, reason, journal)
+        try:
+            return journal, state, self._replay(journal, state, applied, check, unclean)
+        except IndexMismatchError as exc:
+            log.warning("rebuilding the index from the journal: %s", exc)
+            state = rebuild(index, journal)
+            base = journal.snapshot.sequence if journal.snapshot else 0
+            return journal, state, self._replay(journal, state, base, None, unclean)
+
+    def _replay(
+        self, journal: Journal, state: MetaState, applied: int, check: int | None, unclean: bool
+    ) -> PayloadRefs | None:
+        """Apply the records after ``applied`` (the one at ``applied`` must have CRC-32
+        ``check``, if given), one index transaction per ``REPLAY_BATCH`` records. Blocking."""
         index = self.index
         recent: PayloadRefs | None = {} if unclean else None
+        last: dict[str, Any] | None = None
         for record in journal.replay():
-            if recent is not None and "payload_id" in record.event:
-                event = record.event
+            event = record.event
+            if recent is not None and "payload_id" in event:
                 recent[event["payload_id"]] = (event["size"], event["sha256"])
             if record.sequence <= applied:
+                if record.sequence == applied and check is not None and event_crc(event) != check:
+                    raise IndexMismatchError(
+                        f"the index's record {applied} is not this journal's (another journal?)"
+                    )
                 continue  # the index holds its effects already
             if index is not None and not index.in_batch:
                 index.begin()
-            state.apply(record.event)
+            state.apply(event)
+            last = event
             if index is not None and record.sequence % REPLAY_BATCH == 0:
-                index.commit(record.sequence, _rest(state))
-        if index is not None and index.in_batch:
-            index.commit(journal.stats().last_sequence, _rest(state))
-        return journal, state, recent
-
-    def _open_index(self, journal: Journal) -> tuple[MetaState, int]:
-        """The state as the index holds it and the sequence it holds it at; a missing,
-        damaged, stale or ahead index is rebuilt from the journal's snapshot first."""
-        index, reason = open_index(self.fs, self.config.data_dir)
-        self.index = index
-        last = journal.stats().last_sequence
-        base = journal.snapshot.sequence if journal.snapshot else 0
-        applied, rest = index.applied_sequence(), index.rest()
-        if reason is None and rest is None and last > 0:
-            reason = "the index holds no state"
-        elif reason is None and applied > last:
-            reason = f"the index (at {applied}) is ahead of the journal (at {last})"
-        elif reason is None and applied < base:
-            reason = f"the index (at {applied}) is older than the journal's snapshot ({base})"
-        if reason is None and rest is not None:
-            try:
-                state = MetaState.reopen(decode_image(rest), index)
-            except SnapshotFormatError as exc:
-                reason = f"the index is damaged ({exc})"
-            else:
-                log.info("index at sequence %d; replaying the journal after it", applied)
-                return state, applied
-        if reason is not None:
-            log.warning("rebuilding the index from the journal: %s", reason)
-        index.wipe()
-        index.begin()
-        image = decode_image(journal.snapshot.data) if journal.snapshot else MetaState().freeze()
-        state = MetaState.restore(image, index)
-        index.commit(base, _rest(state))
-        return state, base
+                index.commit(record.sequence, event_crc(event), rest_of(state))
+        if index is not None and index.in_batch and last is not None:
+            index.commit(journal.stats().last_sequence, event_crc(last), rest_of(state))
+        return recent
 
     def _verify_recent(self, recent: PayloadRefs, referenced: set[str]) -> set[str]:
         """Quarantine the referenced payloads in ``recent`` whose bytes are not what their
@@ -331,6 +331,7 @@ class Engine:
         if index is not None and not index.in_batch:
             index.begin()
         outcome = self.state.apply(event)
+        self._last_event = event
         if event.get("type") not in _OBJECT_EVENTS or not outcome.ok:
             self._rest_changed = True
         self._outcomes[record.sequence] = outcome
@@ -346,9 +347,9 @@ class Engine:
         """One index transaction per journal batch, with the batch's last sequence."""
         index = self.index
         if index is not None and index.in_batch:
-            rest = _rest(self.state) if self._rest_changed else None
+            rest = rest_of(self.state) if self._rest_changed else None
             self._rest_changed = False
-            index.commit(sequence, rest)
+            index.commit(sequence, event_crc(self._last_event), rest)
 
     def _enter_read_only(self, reason: str) -> None:
         if self.read_only_reason is None:
@@ -438,6 +439,9 @@ class Engine:
                     await self.run_blocking(self.integrity.sync_payloads, unsynced)
                 data = await self.run_blocking(encode_snapshot, frozen, stored)
                 await journal.write_snapshot(sequence, data)
+                if index is not None and self.index is index:
+                    # So that a start resuming at this snapshot knows it is this index's.
+                    index.record_snapshot(sequence, await self.run_blocking(zlib.crc32, data))
             except BaseException as exc:
                 self._unsynced_payloads |= unsynced
                 if isinstance(exc, JournalFailedError):
@@ -476,11 +480,6 @@ REPLAY_BATCH = 10_000
 """Records replayed per index transaction at startup."""
 _OBJECT_EVENTS = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED})
 """Events whose effects lie wholly in the object index (when accepted)."""
-
-
-def _rest(state: MetaState) -> bytes:
-    """Everything of the state but its object versions, as the index keeps it."""
-    return encode_snapshot(state.freeze(objects=False))
 
 
 def _disk_full(exc: BaseException) -> bool:

@@ -9,8 +9,11 @@ Layout (one LMDB environment, named databases):
   updated_at, is_delete_marker]``;
 - ``visible``: ``bucket NUL key`` -> empty, for the keys whose latest version is not a
   delete marker (listings never step over deleted keys);
-- ``meta``: ``applied`` -> the journal sequence of the last event applied (the "consistent
-  index", written in the same transaction as the event's effects), and ``rest`` -> the rest
+- ``meta``: ``applied`` -> the journal sequence of the last event applied and a CRC-32 of
+  that event (the "consistent index", written in the same transaction as the event's
+  effects; the CRC tells this journal's record from another's), ``snapshot`` -> the
+  sequence and CRC-32 of the last journal snapshot written while the index was current
+  (a start that resumes at a snapshot checks it), and ``rest`` -> the rest
   of the state at that sequence (buckets, uploads, accounts, video jobs: small), as a
   snapshot without objects, rewritten only by batches that changed it.
 
@@ -45,7 +48,9 @@ MAP_BYTES = 1 << 40
 """Address space reserved for the map (sparse on disk: only pages in use take space)."""
 _APPLIED = b"applied"
 _REST = b"rest"
-_SEQUENCE = struct.Struct(">Q")
+_SNAPSHOT = b"snapshot"
+_MARK = struct.Struct(">QI")
+"""A sequence and a CRC-32: which journal record (or snapshot) the index was built from."""
 
 
 def _prefix(bucket: str) -> bytes:
@@ -162,11 +167,11 @@ class LmdbObjectIndex:
     def in_batch(self) -> bool:
         return self._batch is not None
 
-    def commit(self, sequence: int, rest: bytes | None = None) -> None:
-        """Record ``sequence`` as applied (and ``rest``, if the batch changed it) and commit
-        the batch with them, atomically."""
+    def commit(self, sequence: int, crc: int, rest: bytes | None = None) -> None:
+        """Record ``sequence`` (whose event has CRC-32 ``crc``) as applied, and ``rest`` if
+        the batch changed it, and commit the batch with them, atomically."""
         txn, self._batch = self._batch, None
-        txn.put(_APPLIED, _SEQUENCE.pack(sequence), db=self._meta)
+        txn.put(_APPLIED, _MARK.pack(sequence, crc), db=self._meta)
         if rest is not None:
             txn.put(_REST, rest, db=self._meta)
         txn.commit()
@@ -188,11 +193,31 @@ class LmdbObjectIndex:
         """Make every committed transaction durable (the store is opened without syncs)."""
         self.env.sync(True)
 
+    def applied(self) -> tuple[int, int]:
+        """The sequence and CRC-32 of the last event the index holds the effects of
+        ((0, 0): none)."""
+        return self._mark(_APPLIED)
+
     def applied_sequence(self) -> int:
-        """The sequence of the last event the store holds the effects of (0: none)."""
+        return self.applied()[0]
+
+    def record_snapshot(self, sequence: int, crc: int) -> None:
+        """Note that the journal's snapshot at ``sequence`` (CRC-32 ``crc``) was written from
+        this index's state."""
+        with self.env.begin(write=True) as txn:
+            txn.put(_SNAPSHOT, _MARK.pack(sequence, crc), db=self._meta)
+
+    def snapshot_mark(self) -> tuple[int, int]:
+        """The (sequence, CRC-32) of the last snapshot noted ((0, 0): none)."""
+        return self._mark(_SNAPSHOT)
+
+    def _mark(self, name: bytes) -> tuple[int, int]:
         with self.env.begin() as txn:
-            raw = txn.get(_APPLIED, db=self._meta)
-        return 0 if raw is None else int(_SEQUENCE.unpack(raw)[0])
+            raw = txn.get(name, db=self._meta)
+        if raw is None:
+            return 0, 0
+        sequence, crc = _MARK.unpack(raw)
+        return int(sequence), int(crc)
 
     def close(self) -> None:
         if self._batch is not None:

@@ -90,12 +90,12 @@ def test_a_batch_commits_its_effects_and_its_sequence_together(tmp_path: Path) -
     index.begin()
     applied(state, f.put("k1"))
     assert state.head_object("b", "k1") is not None  # the batch reads its own writes
-    index.commit(7)
+    index.commit(7, 99)
     index.begin()
     applied(state, f.put("k2"))
     index.close()  # the open batch is lost, as a crash loses it
     reopened = LmdbObjectIndex(str(tmp_path))
-    assert reopened.applied_sequence() == 7
+    assert reopened.applied() == (7, 99)
     assert reopened.versions("b", "k1") and not reopened.versions("b", "k2")
     reopened.close()
 

@@ -86,16 +86,6 @@ def test_a_clean_restart_resumes_from_the_index(
     assert "replaying the journal after it" in caplog.text
 
 
-def test_a_stale_index_catches_up(populated: tuple[Path, Factory]) -> None:
-    data_dir, f = populated
-    stale = data_dir.parent / (data_dir.name + "-stale-index")
-    shutil.copytree(data_dir / INDEX_DIRNAME, stale)
-    asyncio.run(run(data_dir, [*puts(f, 10, "c"), f.delete("a/004")]))
-    shutil.rmtree(data_dir / INDEX_DIRNAME)
-    shutil.copytree(stale, data_dir / INDEX_DIRNAME)
-    assert asyncio.run(started_state(data_dir)) == journal_truth(data_dir)
-
-
 @pytest.mark.parametrize("damage", ["deleted", "garbage"])
 def test_a_deleted_or_damaged_index_is_rebuilt(
     populated: tuple[Path, Factory], damage: str, caplog: pytest.LogCaptureFixture
@@ -146,3 +136,17 @@ def test_an_index_older_than_the_snapshot_is_rebuilt(populated: tuple[Path, Fact
     shutil.rmtree(data_dir / INDEX_DIRNAME)
     shutil.copytree(stale, data_dir / INDEX_DIRNAME)
     assert asyncio.run(started_state(data_dir)) == journal_truth(data_dir)
+
+
+def test_an_index_built_from_another_journal_is_rebuilt(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    f = Factory()
+    asyncio.run(run(one, [f.bucket("b"), *puts(f, 5, "one")]))
+    asyncio.run(run(two, [f.bucket("b"), *puts(f, 5, "two")]))  # same sequences, other events
+    shutil.rmtree(one / INDEX_DIRNAME)
+    shutil.copytree(two / INDEX_DIRNAME, one / INDEX_DIRNAME)
+    with caplog.at_level(logging.INFO, logger="service.engine"):
+        assert asyncio.run(started_state(one)) == journal_truth(one)
+    assert "not built from this journal" in caplog.text

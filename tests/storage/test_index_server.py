@@ -58,3 +58,23 @@ def test_a_killed_server_resumes_and_a_stale_index_catches_up(tmp_path: Path) ->
     logs = server.logs()
     assert "rebuilding the index" not in logs
     assert logs.count("replaying the journal after it") == 2
+
+
+def test_an_index_from_another_data_dir_is_rebuilt_never_served(tmp_path: Path) -> None:
+    servers = [ServerProcess(tmp_path / name) for name in ("one", "two")]
+    keys = {"one": ["x/1", "x/2", "x/3"], "two": ["y/1", "y/2", "y/3"]}
+    for server in servers:
+        server.start()
+        with server.client() as client:
+            assert client.post("/buckets", json={"name": "photos"}).status_code in (200, 201)
+        put_objects(server, "photos", keys[server.data_dir.name])
+        server.kill()  # no final snapshot: both indexes sit past their journal's snapshot
+    one, two = servers
+    shutil.rmtree(one.data_dir / INDEX_DIRNAME)
+    shutil.copytree(two.data_dir / INDEX_DIRNAME, one.data_dir / INDEX_DIRNAME)
+    one.start()
+    try:
+        assert_holds_exactly(one, "photos", keys["one"])
+    finally:
+        one.stop()
+    assert "is not this journal's" in one.logs()
