@@ -53,8 +53,76 @@ _MARK = struct.Struct(">QI")
 """A sequence and a CRC-32: which journal record (or snapshot) the index was built from."""
 
 
+KEY_LIMIT = 480
+"""Bytes of ``bucket NUL key`` an LMDB key holds (LMDB's own limit is 511)."""
+_NODE = b"\xff"
+"""Ends the LMDB key of a node: never in UTF-8, so no plain key ends with it."""
+
+
 def _prefix(bucket: str) -> bytes:
     return bucket.encode() + b"\0"
+
+
+def _split(full: bytes) -> tuple[bytes, bytes | None]:
+    """The LMDB key of ``bucket NUL key`` and, for a key past ``KEY_LIMIT``, its remainder.
+
+    Every key longer than the limit lives in a node keyed by its first ``KEY_LIMIT`` bytes
+    and 0xff: a msgpack map of remainders to values. The node sorts where its keys do: after
+    every key that is a prefix of them, before every key above their common first bytes.
+    """
+    if len(full) <= KEY_LIMIT:
+        return full, None
+    return full[:KEY_LIMIT] + _NODE, full[KEY_LIMIT:]
+
+
+def _entries(txn: Any, db: Any, start: bytes, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """``(bucket NUL key, value)`` from ``start`` on while they begin with ``prefix``, in
+    byte order, nodes expanded."""
+    cursor = txn.cursor(db=db)
+    if not cursor.set_range(_split(start)[0]):
+        return
+    for raw in cursor.iternext(keys=True, values=False):
+        if not raw.startswith(prefix):
+            return
+        if not raw.endswith(_NODE):
+            if raw >= start:
+                yield raw, cursor.value()
+            continue
+        node = msgpack.unpackb(cursor.value())
+        head = raw[:-1]
+        for remainder in sorted(node):
+            if head + remainder >= start:
+                yield head + remainder, node[remainder]
+
+
+def _lookup(txn: Any, db: Any, full: bytes) -> bytes | None:
+    raw, remainder = _split(full)
+    data = txn.get(raw, db=db)
+    if remainder is None or data is None:
+        return data  # type: ignore[no-any-return]
+    value: bytes | None = msgpack.unpackb(data).get(remainder)
+    return value
+
+
+def _store(txn: Any, db: Any, full: bytes, value: bytes | None) -> None:
+    """Put (or, for None, delete) the value of ``bucket NUL key``."""
+    raw, remainder = _split(full)
+    if remainder is None:
+        if value is not None:
+            txn.put(raw, value, db=db)
+        else:
+            txn.delete(raw, db=db)
+        return
+    data = txn.get(raw, db=db)
+    node = {} if data is None else msgpack.unpackb(data)
+    if value is not None:
+        node[remainder] = value
+    else:
+        node.pop(remainder, None)
+    if node:
+        txn.put(raw, msgpack.packb(node), db=db)
+    else:
+        txn.delete(raw, db=db)
 
 
 def _pack(versions: Versions) -> bytes:
@@ -92,18 +160,13 @@ class _BucketView:
 
     def irange(self, minimum: str, inclusive: tuple[bool, bool]) -> Iterator[str]:
         start = self._prefix + minimum.encode()
-        cursor = self._txn.cursor(db=self._db)
-        if not cursor.set_range(start):
-            return
-        for raw in cursor.iternext(keys=True, values=False):
-            if not raw.startswith(self._prefix):
-                return
-            if raw == start and not inclusive[0]:
+        for full, _ in _entries(self._txn, self._db, start, self._prefix):
+            if full == start and not inclusive[0]:
                 continue
-            yield raw[len(self._prefix) :].decode()
+            yield full[len(self._prefix) :].decode()
 
     def __getitem__(self, key: str) -> Versions:
-        data = self._txn.get(self._prefix + key.encode(), db=self._db)
+        data = _lookup(self._txn, self._db, self._prefix + key.encode())
         if data is None:
             raise KeyError(key)
         return _unpack(self._bucket, key, data)
@@ -119,25 +182,12 @@ class StoredRows:
 
     def count(self, bucket: str) -> int:
         prefix = _prefix(bucket)
-        cursor = self._txn.cursor(db=self._db)
-        if not cursor.set_range(prefix):
-            return 0
-        total = 0
-        for raw in cursor.iternext(keys=True, values=False):
-            if not raw.startswith(prefix):
-                break
-            total += 1
-        return total
+        return sum(1 for _ in _entries(self._txn, self._db, prefix, prefix))
 
     def rows(self, bucket: str) -> Iterator[tuple[str, bytes]]:
         prefix = _prefix(bucket)
-        cursor = self._txn.cursor(db=self._db)
-        if not cursor.set_range(prefix):
-            return
-        for raw, data in cursor:
-            if not raw.startswith(prefix):
-                return
-            yield raw[len(prefix) :].decode(), bytes(data)
+        for full, data in _entries(self._txn, self._db, prefix, prefix):
+            yield full[len(prefix) :].decode(), bytes(data)
 
     def close(self) -> None:
         self._txn.abort()
@@ -250,13 +300,12 @@ class LmdbObjectIndex:
         prefix = _prefix(bucket)
         txn = self._write()
         dropped: list[ObjectVersion] = []
+        for full, data in _entries(txn, self._versions, prefix, prefix):
+            dropped.extend(_unpack(bucket, full[len(prefix) :].decode(), data))
         for db in (self._versions, self._visible):
             cursor = txn.cursor(db=db)
             positioned = cursor.set_range(prefix)
             while positioned and cursor.key().startswith(prefix):
-                if db is self._versions:
-                    key = cursor.key()[len(prefix) :].decode()
-                    dropped.extend(_unpack(bucket, key, cursor.value()))
                 positioned = cursor.delete()
         self._done(txn)
         return iter(dropped)
@@ -276,7 +325,7 @@ class LmdbObjectIndex:
             return cached
         txn = self._read()
         try:
-            data = txn.get(_prefix(bucket) + key.encode(), db=self._versions)
+            data = _lookup(txn, self._versions, _prefix(bucket) + key.encode())
         finally:
             self._end_read(txn)
         versions = () if data is None else _unpack(bucket, key, data)
@@ -293,8 +342,8 @@ class LmdbObjectIndex:
     def iter_versions(self) -> Iterator[ObjectVersion]:
         """Every version of every bucket, from one read transaction."""
         with self.env.begin() as txn:
-            for raw, data in txn.cursor(db=self._versions):
-                bucket_raw, _, key_raw = bytes(raw).partition(b"\0")
+            for full, data in _entries(txn, self._versions, b"", b""):
+                bucket_raw, _, key_raw = full.partition(b"\0")
                 yield from _unpack(bucket_raw.decode(), key_raw.decode(), data)
 
     def reader(self) -> StoredRows:
@@ -307,8 +356,8 @@ class LmdbObjectIndex:
         result: dict[str, BucketImage] = {}
         txn = self._read()
         try:
-            for raw, data in txn.cursor(db=self._versions):
-                bucket_raw, _, key_raw = bytes(raw).partition(b"\0")
+            for full, data in _entries(txn, self._versions, b"", b""):
+                bucket_raw, _, key_raw = full.partition(b"\0")
                 bucket, key = bucket_raw.decode(), key_raw.decode()
                 keys, versions = result.setdefault(bucket, ([], {}))
                 keys.append(key)
@@ -351,13 +400,10 @@ class LmdbObjectIndex:
 
     def _put(self, txn: Any, bucket: str, key: str, before: Versions, after: Versions) -> None:
         self._cache.pop((bucket, key), None)
-        raw = _prefix(bucket) + key.encode()
-        if after:
-            txn.put(raw, _pack(after), db=self._versions)
-        else:
-            txn.delete(raw, db=self._versions)
+        full = _prefix(bucket) + key.encode()
+        _store(txn, self._versions, full, _pack(after) if after else None)
         was, now = visible(before), visible(after)
         if was and not now:
-            txn.delete(raw, db=self._visible)
+            _store(txn, self._visible, full, None)
         elif now and not was:
-            txn.put(raw, b"", db=self._visible)
+            _store(txn, self._visible, full, b"")

@@ -113,3 +113,40 @@ def test_a_dropped_bucket_leaves_nothing_behind(tmp_path: Path) -> None:
     assert not index.holds_any("b") and index.holds_any("b2")
     assert list(index.image()) == ["b2"]
     index.close()
+
+
+def test_keys_past_lmdbs_key_limit_are_stored_listed_and_deleted(tmp_path: Path) -> None:
+    index = LmdbObjectIndex(str(tmp_path))
+    state = MetaState(objects=index)
+    memory = MetaState()
+    f = Factory()
+    long = "l" * 470
+    keys = [long, long + "a", long + "b" * 600, long + "\u00e9" * 200, long + "a/" + "c" * 500]
+    keys += ["x" * 1024, "x" * 1023, "x" * 1024 + "/y", "a", "z" * 480]
+    for event in [f.bucket("b"), *(f.put(key) for key in keys), f.delete(long + "a")]:
+        assert state.apply(event) == memory.apply(event)
+    for key in keys:
+        assert state.object_versions("b", key) == memory.object_versions("b", key)
+    for limit in range(1, len(keys) + 2):
+        for delimiter in (None, "/"):
+            marker = None
+            while True:
+                page = state.list_objects("b", delimiter=delimiter, limit=limit, start_after=marker)
+                assert page == memory.list_objects(
+                    "b", delimiter=delimiter, limit=limit, start_after=marker
+                )
+                marker = page.last_item
+                if not page.truncated:
+                    break
+        versions = state.list_versions("b", limit=limit)
+        assert versions == memory.list_versions("b", limit=limit)
+    assert encode_snapshot(state) == encode_snapshot(memory)
+    stored = index.reader()
+    try:
+        assert encode_snapshot(state.freeze(objects=False), stored) == encode_snapshot(memory)
+    finally:
+        stored.close()
+    drop = f.drop_bucket("b", force=True)
+    assert state.apply(drop) == memory.apply(drop)
+    assert not index.holds_any("b") and list(index.iter_versions()) == []
+    index.close()
