@@ -1,7 +1,5 @@
 """Opening the persistent object index beside the journal, and when not to trust it.
 
-WORK IN PROGRESS (issue 12, branch ``index-wip``).
-
 The index (``service.meta.lmdb_index``) lives in ``<data_dir>/index/`` and is opened
 without syncs: the journal is the durable truth, and the index is a checkpoint of applying
 it that a start may resume from or rebuild. That is safe after a process crash (SIGKILL,

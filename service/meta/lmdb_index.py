@@ -1,7 +1,5 @@
 """The object index in LMDB: the same interface as ``ObjectIndex``, off the Python heap.
 
-WORK IN PROGRESS (issue 12, branch ``index-wip``): not yet wired into the engine.
-
 Layout (one LMDB environment, named databases):
 
 - ``versions``: ``bucket NUL key`` -> msgpack list of the key's versions, oldest first, each
@@ -25,8 +23,10 @@ asks of a container (``irange`` from a bound, ``[key]``) over an LMDB cursor.
 Writes go into the batch's write transaction (``begin``/``commit``, one per journal batch)
 or, outside a batch, into a transaction of their own. Reads inside a batch see its writes.
 
-Thread-safety: one writer (the event-loop thread); reads from any thread open their own read
-transaction (an MVCC snapshot).
+Thread-safety: one writer at a time (the start's replay on a worker thread, then the
+event-loop thread), each write transaction begun and committed on one thread; reads from
+any thread open their own read transaction (an MVCC snapshot). The decoded-version cache is
+the event-loop thread's.
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ class LmdbObjectIndex:
         txn.commit()
 
     def rest(self) -> bytes | None:
-        """The rest of the state as of ``applied_sequence`` (None: never committed)."""
+        """The rest of the state as of ``applied`` (None: never committed)."""
         with self.env.begin() as txn:
             raw = txn.get(_REST, db=self._meta)
         return None if raw is None else bytes(raw)
@@ -247,9 +247,6 @@ class LmdbObjectIndex:
         """The sequence and CRC-32 of the last event the index holds the effects of
         ((0, 0): none)."""
         return self._mark(_APPLIED)
-
-    def applied_sequence(self) -> int:
-        return self.applied()[0]
 
     def record_snapshot(self, sequence: int, crc: int) -> None:
         """Note that the journal's snapshot at ``sequence`` (CRC-32 ``crc``) was written from

@@ -3,7 +3,7 @@
 An in-process engine on the real disk (LMDB cannot run on the simulated one) commits events
 directly; each case then damages or swaps what is on disk the way a crash or an operator
 would, starts a fresh engine, and compares its state with a state replayed from the journal
-alone (the truth). Work in progress for issue 12.
+alone (the truth).
 """
 
 from __future__ import annotations

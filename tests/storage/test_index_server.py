@@ -1,9 +1,9 @@
 """The persistent index through a real server process: SIGKILL, stale copies, listings.
 
-Work in progress for issue 12. A server is killed (SIGKILL: no final snapshot, the index
-left open with this boot's marker), optionally given back an older copy of its index, and
-restarted; every object written must answer with its bytes and the listing must hold
-exactly the keys written, and the start must say whether it resumed or rebuilt.
+A server is killed (SIGKILL: no final snapshot, the index left open with this boot's
+marker), optionally given an older copy of its index or another data dir's, and restarted;
+every object written must answer with its bytes, the listing must hold exactly the keys
+written, and the start must say whether it resumed or rebuilt.
 """
 
 from __future__ import annotations
