@@ -37,7 +37,7 @@ from bench import REPO, Profile, Row, scratch_dir
 from bench.loadgen import LoadSpec, basic_auth, run_load
 from service.config import Config
 from service.engine import Engine
-from service.index_store import INDEX_DIRNAME
+from service.index.opening import INDEX_DIRNAME
 from service.meta import events
 from tests.serverproc import ServerProcess
 

@@ -53,7 +53,8 @@ from service.engine_errors import (
     ReadOnlyError,
     StorageFullError,
 )
-from service.index_store import (
+from service.index.lmdb_index import LmdbObjectIndex
+from service.index.opening import (
     IndexMismatchError,
     close_index,
     event_crc,
@@ -64,7 +65,6 @@ from service.index_store import (
 )
 from service.key_usage import KeyUsage
 from service.meta import MetaState, Outcome, decode_snapshot, encode_snapshot, events, freeze
-from service.meta.lmdb_index import LmdbObjectIndex
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 
 log = logging.getLogger("service.engine")
@@ -109,7 +109,7 @@ class Engine:
         self.state = MetaState()
         self.index: LmdbObjectIndex | None = None
         """The persistent object index (real disks only; the simulated disk of the crash
-        tests keeps the versions in memory): ``service.index_store``."""
+        tests keeps the versions in memory): ``service.index.opening``."""
         self._use_index = isinstance(self.fs, RealFileSystem)
         self._rest_changed = False
         self._last_event: dict[str, Any] = {}
@@ -176,7 +176,7 @@ class Engine:
 
     def _open_and_replay(self) -> tuple[Journal, MetaState, PayloadRefs | None]:
         """Open the journal and rebuild the state: from the object index when it can be
-        trusted, else from the journal's snapshot (``service.index_store``). After an unclean
+        trusted, else from the journal's snapshot (``service.index.opening``). After an unclean
         balanced run, also collect the payloads named by the records after the snapshot
         (they may be torn)."""
         options = JournalOptions(

@@ -156,7 +156,7 @@ def encode_snapshot(state: MetaState | FrozenState, stored: StoredObjects | None
     Objects are packed key by key, so the memory it takes beyond the image and the result
     stays small however many objects there are. With ``stored``, the image holds no objects
     (``freeze(objects=False)``) and each bucket's keys come from ``stored``, their rows
-    copied as stored, never decoded (``service.meta.lmdb_index.StoredRows``).
+    copied as stored, never decoded (``service.index.lmdb_index.StoredRows``).
     """
     image = state.freeze() if isinstance(state, MetaState) else state
     packer = msgpack.Packer(autoreset=False, use_bin_type=True)

@@ -17,8 +17,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import invariant
 
+from service.index.lmdb_index import LmdbObjectIndex
 from service.meta import MetaState, encode_snapshot
-from service.meta.lmdb_index import LmdbObjectIndex
 from tests.meta.factory import Factory, applied
 from tests.meta.test_meta_properties import MetaMachine
 

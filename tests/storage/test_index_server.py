@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from service.index_store import INDEX_DIRNAME
+from service.index.opening import INDEX_DIRNAME
 from tests.serverproc import ServerProcess
 
 pytestmark = pytest.mark.e2e

@@ -1,6 +1,6 @@
 """Opening the persistent object index beside the journal, and when not to trust it.
 
-The index (``service.meta.lmdb_index``) lives in ``<data_dir>/index/`` and is opened
+The index (``service.index.lmdb_index``) lives in ``<data_dir>/index/`` and is opened
 without syncs: the journal is the durable truth, and the index is a checkpoint of applying
 it that a start may resume from or rebuild. That is safe after a process crash (SIGKILL,
 OOM): committed transactions sit in the page cache, which outlives the process, and LMDB's
@@ -34,8 +34,8 @@ import lmdb
 from fsseam.fs import FileSystem, make_dirs_durably
 from journal import Journal
 from journal.framing import encode_event
+from service.index.lmdb_index import LmdbObjectIndex
 from service.meta import MetaState, encode_snapshot
-from service.meta.lmdb_index import LmdbObjectIndex
 from service.meta.snapshot import SnapshotFormatError, decode_image
 
 log = logging.getLogger("service.engine")
