@@ -35,6 +35,8 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "memory": ("bench.memory_bench", "Memory"),
     "cli": ("bench.cli_bench", "Command line (issue 15)"),
     "media": ("bench.media_bench", "Media memory (issue 14)"),
+    "index": ("bench.index_bench", "Index store: LMDB vs SQLite (issue 12)"),
+    "scale": ("bench.scale_bench", "Scale: N objects, the index beside the in-memory design"),
 }
 RESULTS = os.path.join(REPO, "bench", "results", "latest.md")
 _HEADERS = {"met": "met?", "anchor_value": "anchor value"}

@@ -70,6 +70,10 @@ class Journal:
     batch_observer: Callable[[int, float], None] | None
     """Called on the loop thread after each group commit with (records, seconds the write
     and fsync took), for metrics. It must not raise."""
+    batch_listener: Callable[[int], None] | None
+    """Called on the loop thread once ``listener`` has seen every record of a group commit,
+    with the batch's last sequence, before any of its appends resumes: a state kept in a
+    store commits one transaction per batch here. If it raises, the error is logged."""
 
     def __init__(
         self,
@@ -82,6 +86,7 @@ class Journal:
         self.snapshot = recovery.snapshot
         self.listener = None
         self.batch_observer = None
+        self.batch_listener = None
         self._directory = directory
         self._options = options
         self._fs = fs
@@ -222,6 +227,11 @@ class Journal:
                     continue
             if not future.done():
                 future.set_result(pending.sequence)
+        if self.batch_listener is not None:
+            try:
+                self.batch_listener(batch[-1].sequence)
+            except Exception:
+                logger.exception("batch listener failed on batch ending %d", batch[-1].sequence)
 
     def _fail(self, exc: BaseException, batch: list[_Pending]) -> None:
         if self._failure is None:

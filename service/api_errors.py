@@ -60,6 +60,7 @@ class ApiError(Exception):
         *,
         headers: Mapping[str, str] | None = None,
         log_detail: str | None = None,
+        retry_after: int | None = None,
     ) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
@@ -67,6 +68,16 @@ class ApiError(Exception):
         self.message = message
         self.headers = dict(headers or {})
         self.log_detail = log_detail
+        self.retry_after = retry_after
+        """Seconds after which a retry may succeed (a hint; the HTTP layer sends it)."""
+
+
+def response_headers(error: ApiError) -> dict[str, str]:
+    """The headers an answer to ``error`` carries: its own, and ``Retry-After`` for a hint."""
+    headers = dict(error.headers)
+    if error.retry_after is not None:
+        headers.setdefault("Retry-After", str(error.retry_after))
+    return headers
 
 
 def error_body(code: str, message: str, request_id: str) -> dict[str, dict[str, str]]:

@@ -8,8 +8,9 @@ event loop. Orphans left by a crash are collected at startup (nothing is in flig
 and by the periodic sweep (with a grace period for in-flight PUTs).
 
 A journal write or fsync error is fail-stop: the engine turns read-only, every later
-mutation answers 503 ServiceUnavailable with Retry-After, and the next start's replay
-decides whether the failed record survived. Until then nothing is deleted (no GC, no
+mutation raises ``ReadOnlyError`` (with a retry hint, which the HTTP layer sends as 503
+with Retry-After; ``service.engine_errors``), and the next start's replay decides whether
+the failed record survived. Until then nothing is deleted (no GC, no
 release): the failed record may survive and name its payload.
 
 Balanced durability adds two rules (``docs/durability.md``): a payload file is unlinked only
@@ -30,6 +31,7 @@ import logging
 import os
 import signal
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
@@ -44,8 +46,24 @@ from journal import (
     JournalOptions,
     Record,
 )
-from service.api_errors import ApiError
 from service.config import Config
+from service.engine_errors import (
+    CommitFailedError,
+    NotServingError,
+    ReadOnlyError,
+    StorageFullError,
+)
+from service.index.lmdb_index import LmdbObjectIndex
+from service.index.opening import (
+    IndexMismatchError,
+    close_index,
+    event_crc,
+    load_state,
+    open_index,
+    rebuild,
+    rest_of,
+)
+from service.key_usage import KeyUsage
 from service.meta import MetaState, Outcome, decode_snapshot, encode_snapshot, events, freeze
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 
@@ -54,8 +72,6 @@ log = logging.getLogger("service.engine")
 T = TypeVar("T")
 PayloadRefs = dict[str, tuple[int, str]]
 """payload id -> (size, sha256) as the records that reference it state them."""
-
-READ_ONLY_RETRY_AFTER = "30"
 
 
 class Engine:
@@ -91,6 +107,14 @@ class Engine:
         self.quarantined: set[str] = set()
         """Payloads that failed verification after an unclean start: never served."""
         self.state = MetaState()
+        self.index: LmdbObjectIndex | None = None
+        """The persistent object index (real disks only; the simulated disk of the crash
+        tests keeps the versions in memory): ``service.index.opening``."""
+        self._use_index = isinstance(self.fs, RealFileSystem)
+        self._rest_changed = False
+        self._last_event: dict[str, Any] = {}
+        self.key_usage = KeyUsage()
+        """Access keys' uses not yet journaled (``service.key_usage``)."""
         self.journal: Journal | None = None
         self.read_only_reason: str | None = None
         self.started_at = time.time()
@@ -124,6 +148,7 @@ class Engine:
         self.replay_seconds = time.perf_counter() - started
         self._last_snapshot_sequence = journal.stats().last_snapshot_sequence
         journal.listener = self._on_durable
+        journal.batch_listener = self._on_batch_durable
         crashpoints.hit("engine.after_replay")
         self.quarantined = await self.run_blocking(self.integrity.quarantined_ids)
         await self.run_blocking(self.integrity.finish_quarantine, self.quarantined)
@@ -156,22 +181,57 @@ class Engine:
         self._background.append(asyncio.create_task(self._every(interval, job)))
 
     def _open_and_replay(self) -> tuple[Journal, MetaState, PayloadRefs | None]:
-        """Open the journal and rebuild the state. After an unclean balanced run, also
-        collect the payloads named by the records after the snapshot (they may be torn)."""
+        """Open the journal and rebuild the state: from the object index when it can be
+        trusted, else from the journal's snapshot (``service.index.opening``). After an unclean
+        balanced run, also collect the payloads named by the records after the snapshot
+        (they may be torn)."""
         options = JournalOptions(
             durability=self.config.durability,
             segment_bytes=self.config.journal_segment_bytes,
         )
         unclean = self.integrity.unsynced_marked()
         journal = Journal.open(self.config.journal_dir, options, self.fs)
-        state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
+        if not self._use_index:
+            state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
+            return journal, state, self._replay(journal, state, 0, None, unclean)
+        index, reason = open_index(self.fs, self.config.data_dir)
+        self.index = index
+        state, applied, check = load_state(index, reason, journal)
+        try:
+            return journal, state, self._replay(journal, state, applied, check, unclean)
+        except IndexMismatchError as exc:
+            log.warning("rebuilding the index from the journal: %s", exc)
+            state = rebuild(index, journal)
+            base = journal.snapshot.sequence if journal.snapshot else 0
+            return journal, state, self._replay(journal, state, base, None, unclean)
+
+    def _replay(
+        self, journal: Journal, state: MetaState, applied: int, check: int | None, unclean: bool
+    ) -> PayloadRefs | None:
+        """Apply the records after ``applied`` (the one at ``applied`` must have CRC-32
+        ``check``, if given), one index transaction per ``REPLAY_BATCH`` records. Blocking."""
+        index = self.index
         recent: PayloadRefs | None = {} if unclean else None
+        last: dict[str, Any] | None = None
         for record in journal.replay():
-            state.apply(record.event)
-            if recent is not None and "payload_id" in record.event:
-                event = record.event
+            event = record.event
+            if recent is not None and "payload_id" in event:
                 recent[event["payload_id"]] = (event["size"], event["sha256"])
-        return journal, state, recent
+            if record.sequence <= applied:
+                if record.sequence == applied and check is not None and event_crc(event) != check:
+                    raise IndexMismatchError(
+                        f"the index's record {applied} is not this journal's (another journal?)"
+                    )
+                continue  # the index holds its effects already
+            if index is not None and not index.in_batch:
+                index.begin()
+            state.apply(event)
+            last = event
+            if index is not None and record.sequence % REPLAY_BATCH == 0:
+                index.commit(record.sequence, event_crc(event), rest_of(state))
+        if index is not None and index.in_batch and last is not None:
+            index.commit(journal.stats().last_sequence, event_crc(last), rest_of(state))
+        return recent
 
     def _verify_recent(self, recent: PayloadRefs, referenced: set[str]) -> set[str]:
         """Quarantine the referenced payloads in ``recent`` whose bytes are not what their
@@ -210,6 +270,9 @@ class Engine:
                     log.exception("final snapshot failed")
                     clean = False
             await self.journal.close()
+            if self.index is not None:
+                index, self.index = self.index, None
+                await self.run_blocking(close_index, self.fs, self.config.data_dir, index)
             if clean and not self._strict:
                 # The final snapshot fsynced every payload it covers: the next start is clean.
                 await self.run_blocking(self.integrity.clear_unsynced_mark)
@@ -223,6 +286,10 @@ class Engine:
             except Exception:
                 log.exception("background job %s failed", getattr(job, "__name__", job))
 
+    def key_last_used(self, access_key_id: str) -> int | None:
+        """The key's last use (ms), journaled or only noted; None if never used."""
+        return self.key_usage.last_used(self.state, access_key_id)
+
     # -- blocking work ----------------------------------------------------------------
 
     async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
@@ -232,45 +299,31 @@ class Engine:
     # -- commit -----------------------------------------------------------------------
 
     def ensure_writable(self) -> None:
-        """Refuse a mutation up front while the engine is read-only."""
+        """Refuse a mutation up front while the engine is read-only (``ReadOnlyError``)."""
         if self.read_only_reason is not None:
-            raise ApiError(
-                "ServiceUnavailable",
-                "the server is read-only after a journal fault; restart it to recover",
-                headers={"Retry-After": READ_ONLY_RETRY_AFTER},
-            )
+            raise ReadOnlyError()
 
     async def commit(self, event: dict[str, Any]) -> Outcome:
         """Append ``event`` to the journal and return the outcome of applying it.
 
-        Raises ApiError 503 when read-only, 500 when the commit failed (and the engine
-        turns read-only, fail-stop: the record's fate is decided by the next replay).
+        Raises ``ReadOnlyError`` when read-only, ``NotServingError`` while starting or
+        stopping, and ``StorageFullError`` / ``CommitFailedError`` when the commit failed
+        (the engine then turns read-only, fail-stop: the record's fate is decided by the
+        next replay). See ``service.engine_errors``.
         """
         self.ensure_writable()
         journal = self.journal
         if journal is None:
-            raise ApiError(
-                "ServiceUnavailable", "the server is starting", headers={"Retry-After": "1"}
-            )
+            raise NotServingError("the server is starting", retry_after=1)
         try:
             sequence = await journal.append(event)
         except JournalClosedError:
-            raise ApiError(
-                "ServiceUnavailable", "the server is shutting down", headers={"Retry-After": "5"}
-            ) from None
+            raise NotServingError("the server is shutting down", retry_after=5) from None
         except JournalFailedError as exc:
             self._enter_read_only(f"journal write failed: {exc}")
             if _disk_full(exc):
-                raise ApiError(
-                    "InsufficientStorage",
-                    "the disk is full; the server is now read-only",
-                    log_detail=str(exc),
-                ) from None
-            raise ApiError(
-                "InternalError",
-                "the metadata commit failed; the server is now read-only",
-                log_detail=str(exc),
-            ) from None
+                raise StorageFullError(str(exc)) from None
+            raise CommitFailedError(str(exc)) from None
         outcome = self._outcomes.pop(sequence)
         self._records_since_snapshot += 1
         if self._records_since_snapshot >= self.config.snapshot_every:
@@ -280,7 +333,13 @@ class Engine:
 
     def _on_durable(self, record: Record) -> None:
         event = record.event
+        index = self.index
+        if index is not None and not index.in_batch:
+            index.begin()
         outcome = self.state.apply(event)
+        self._last_event = event
+        if event.get("type") not in _OBJECT_EVENTS or not outcome.ok:
+            self._rest_changed = True
         self._outcomes[record.sequence] = outcome
         if not self._strict and outcome.ok and "payload_id" in event:
             self._unsynced_payloads.add(event["payload_id"])
@@ -289,6 +348,14 @@ class Engine:
             if event["type"] == events.UPLOAD_COMPLETED:
                 crashpoints.hit("multipart.before_parts_removed")
             self.release_payloads(outcome.released_payloads)
+
+    def _on_batch_durable(self, sequence: int) -> None:
+        """One index transaction per journal batch, with the batch's last sequence."""
+        index = self.index
+        if index is not None and index.in_batch:
+            rest = rest_of(self.state) if self._rest_changed else None
+            self._rest_changed = False
+            index.commit(sequence, event_crc(self._last_event), rest)
 
     def _enter_read_only(self, reason: str) -> None:
         if self.read_only_reason is None:
@@ -363,20 +430,33 @@ class Engine:
             if sequence <= self._last_snapshot_sequence:
                 return
             started = time.perf_counter()
-            frozen = freeze(self.state)
+            # The image and the index's read transaction are taken together, on the loop,
+            # between batches: both are the state at ``sequence``. The objects are then
+            # encoded from the read transaction on a thread, never decoded into memory.
+            index = self.index
+            if index is None:
+                frozen, stored = freeze(self.state), None
+            else:
+                frozen, stored = self.state.freeze(objects=False), index.reader()
             # Balanced: what the snapshot covers must be on disk before it replaces the log
             # (only records after the newest snapshot are verified after a power loss).
             unsynced, self._unsynced_payloads = self._unsynced_payloads, set()
             try:
                 if unsynced:
                     await self.run_blocking(self.integrity.sync_payloads, unsynced)
-                data = await self.run_blocking(encode_snapshot, frozen)
+                data = await self.run_blocking(encode_snapshot, frozen, stored)
                 await journal.write_snapshot(sequence, data)
+                if index is not None and self.index is index:
+                    # So that a start resuming at this snapshot knows it is this index's.
+                    index.record_snapshot(sequence, await self.run_blocking(zlib.crc32, data))
             except BaseException as exc:
                 self._unsynced_payloads |= unsynced
                 if isinstance(exc, JournalFailedError):
                     self._enter_read_only(f"journal sync failed: {exc}")
                 raise
+            finally:
+                if stored is not None:
+                    stored.close()
             self._last_snapshot_sequence = sequence
             if self.snapshot_observer is not None:
                 self.snapshot_observer(time.perf_counter() - started)
@@ -409,6 +489,12 @@ class Engine:
     def _observe_gc(self, kind: Literal["payload", "staging"], removed: int) -> None:
         if self.gc_observer is not None:
             self.gc_observer(kind, removed)
+
+
+REPLAY_BATCH = 10_000
+"""Records replayed per index transaction at startup."""
+_OBJECT_EVENTS = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED})
+"""Events whose effects lie wholly in the object index (when accepted)."""
 
 
 def _disk_full(exc: BaseException) -> bool:

@@ -76,7 +76,7 @@ def bucket_usage_rows(engine: Engine) -> list[BucketUsage]:
 
 async def flush_key_usage(engine: Engine) -> None:
     """Persist access keys' last-use times in one record (not one write per request)."""
-    pending = engine.state.pending_key_usage()
+    pending = engine.key_usage.pending(engine.state)
     if pending and engine.read_only_reason is None:
         await engine.commit(events.access_keys_used(last_used=pending, at=now_ms()))
 

@@ -34,6 +34,7 @@ from service.auth import (
     verify_presigned,
     verify_token,
 )
+from service.key_usage import KeyUsage
 from service.meta import MetaState, User
 from service.timefmt import now_ms
 
@@ -62,22 +63,27 @@ def _principal(user: User, credential_id: str, via: Via) -> Principal:
     return Principal(user.user_id, user.username, cast(Role, user.role), credential_id, via)
 
 
-def authenticate(state: MetaState, server_secret: bytes, request: HTTPServerRequest) -> Principal:
-    """The principal behind a request's ``Authorization`` header, or 401/403."""
+def authenticate(
+    state: MetaState, key_usage: KeyUsage, server_secret: bytes, request: HTTPServerRequest
+) -> Principal:
+    """The principal behind a request's ``Authorization`` header, or 401/403; a use of an
+    access key is noted in ``key_usage``."""
     header = request.headers.get("Authorization")
     if not header:
         raise UnauthorizedError()
     if header[:7].lower() == "bearer " or header.strip().lower() == "bearer":
         try:
-            return _authenticate(state, server_secret, header)
+            return _authenticate(state, key_usage, server_secret, header)
         except UnauthorizedError as exc:
             raise UnauthorizedError(
                 exc.message, headers=BEARER_CHALLENGE, log_detail=exc.log_detail
             ) from None
-    return _authenticate(state, server_secret, header)
+    return _authenticate(state, key_usage, server_secret, header)
 
 
-def _authenticate(state: MetaState, server_secret: bytes, header: str) -> Principal:
+def _authenticate(
+    state: MetaState, key_usage: KeyUsage, server_secret: bytes, header: str
+) -> Principal:
     basic = parse_basic_authorization(header)
     if basic is not None:
         key_id, secret = basic
@@ -85,7 +91,7 @@ def _authenticate(state: MetaState, server_secret: bytes, header: str) -> Princi
         if key is None or key.status != "active" or not secret_matches(key.secret_digest, secret):
             raise UnauthorizedError()
         user = _active_user(state, key.user_id)
-        state.touch_access_key(key_id, now_ms())
+        key_usage.touch(key_id, now_ms())
         return _principal(user, key_id, "access_key")
     token = parse_bearer_authorization(header)
     if token is not None:

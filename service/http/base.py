@@ -22,7 +22,7 @@ from typing import Any
 import tornado.web
 from tornado.http1connection import HTTP1Connection
 
-from service.api_errors import ApiError, error_body
+from service.api_errors import ApiError, error_body, response_headers
 from service.auth import Action, Principal, Resource, Scope, authorize
 from service.context import AppContext
 from service.http.authn import authenticate
@@ -117,7 +117,8 @@ class ApiHandler(tornado.web.RequestHandler):
 
     def authenticate(self) -> Principal:
         """The caller's principal (overridden where presigned or share URLs are accepted)."""
-        return authenticate(self.ctx.engine.state, self.ctx.server_secret, self.request)
+        engine = self.ctx.engine
+        return authenticate(engine.state, engine.key_usage, self.ctx.server_secret, self.request)
 
     def decode_argument(self, value: bytes, name: str | None = None) -> str:
         """Arguments arrive percent-decoded; one that is not UTF-8 is InvalidKey for an
@@ -216,7 +217,7 @@ class ApiHandler(tornado.web.RequestHandler):
             return
         self.clear()
         self.set_status(error.status)
-        for name, value in error.headers.items():
+        for name, value in response_headers(error).items():
             self.set_header(name, value)
         if error.log_detail:
             log.warning("request %s: %s", self.request_id, error.log_detail)

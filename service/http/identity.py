@@ -262,13 +262,10 @@ class AccessKeysHandler(ApiHandler):
             for key in state.list_access_keys(wanted)
             if is_allowed(principal, Action.ACCESS_KEY_READ, Resource.access_key(key.user_id))
         ]
+        last_used = self.ctx.engine.key_last_used
         self.send_json(
             200,
-            {
-                "access_keys": [
-                    access_key_json(key, state.key_last_used(key.access_key_id)) for key in keys
-                ]
-            },
+            {"access_keys": [access_key_json(key, last_used(key.access_key_id)) for key in keys]},
         )
 
     async def post(self) -> None:
@@ -317,8 +314,8 @@ class AccessKeyHandler(ApiHandler):
 
     def get(self, access_key_id: str) -> None:
         key = self.require_key(access_key_id, Action.ACCESS_KEY_READ)
-        state = self.ctx.engine.state
-        self.send_json(200, access_key_json(key, state.key_last_used(key.access_key_id)))
+        last_used = self.ctx.engine.key_last_used(key.access_key_id)
+        self.send_json(200, access_key_json(key, last_used))
 
     async def patch(self, access_key_id: str) -> None:
         key = self.require_key(access_key_id, Action.ACCESS_KEY_UPDATE)
@@ -334,7 +331,7 @@ class AccessKeyHandler(ApiHandler):
             raise outcome_error(outcome)
         updated = engine.state.get_access_key(access_key_id)
         assert updated is not None
-        self.send_json(200, access_key_json(updated, engine.state.key_last_used(access_key_id)))
+        self.send_json(200, access_key_json(updated, engine.key_last_used(access_key_id)))
 
     async def delete(self, access_key_id: str) -> None:
         key = self.require_key(access_key_id, Action.ACCESS_KEY_DELETE)

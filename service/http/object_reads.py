@@ -39,7 +39,7 @@ from tornado.httputil import (
 )
 from tornado.iostream import StreamClosedError
 
-from service.api_errors import ApiError, error_body
+from service.api_errors import ApiError, error_body, response_headers
 from service.auth import Action, Principal
 from service.context import AppContext
 from service.http.authn import authenticate, is_presigned, presigned_principal
@@ -104,7 +104,7 @@ def resolve_object_read(
     if is_presigned(request):
         principal = presigned_principal(state, ctx.server_secret, request, bucket, key)
     else:
-        principal = authenticate(state, ctx.server_secret, request)
+        principal = authenticate(state, ctx.engine.key_usage, ctx.server_secret, request)
     authorize_action(state, principal, Action.OBJECT_READ, bucket=bucket)
     version = resolve_version(ctx.engine, bucket, key, query_argument(request, "version_id"))
     return ReadTarget(version, principal.credential_id)
@@ -311,7 +311,7 @@ class ObjectRead(HTTPMessageDelegate):
         """Answer with ``error`` in the contract's shape (no body for a HEAD)."""
         if error.log_detail:
             log.warning("request %s: %s", self.request_id, error.log_detail)
-        headers = [("Cache-Control", "no-store"), *error.headers.items()]
+        headers = [("Cache-Control", "no-store"), *response_headers(error).items()]
         body = b""
         if self.request.method != "HEAD":
             body = json.dumps(error_body(error.code, error.message, self.request_id)).encode()

@@ -3,11 +3,8 @@
 Kept apart from buckets and objects because nothing here touches payloads or buckets
 (a deleted user's buckets keep their ``owner`` id; who may then use them is policy's call).
 
-Last use of an access key changes on every request, so it is not journaled per request:
-``touch`` records it in memory, ``pending_usage`` lists the touches newer than what the
-journal holds, the engine journals them in one ``AccessKeysUsed`` event now and then, and
-applying that event makes them durable (and no longer pending). A lost batch only loses
-freshness, never correctness.
+Last use of an access key is journaled in batches (``AccessKeysUsed``); the uses noted since
+the last batch live outside the state, in ``service.key_usage``.
 
 Thread-safety: like ``MetaState``, mutate only on the event-loop thread.
 """
@@ -33,7 +30,6 @@ class Accounts:
         self._user_ids_by_name: dict[str, str] = {}
         self._keys: dict[str, AccessKey] = {}
         self._durable_last_used: dict[str, int] = {}
-        self._touched: dict[str, int] = {}
 
     def load(
         self, users: Mapping[str, User], keys: Mapping[str, AccessKey], last_used: Mapping[str, int]
@@ -43,7 +39,6 @@ class Accounts:
         self._user_ids_by_name = {user.username: user.user_id for user in users.values()}
         self._keys = dict(keys)
         self._durable_last_used = dict(last_used)
-        self._touched = {}
 
     def images(self) -> tuple[dict[str, User], dict[str, AccessKey], dict[str, int]]:
         """Shallow copies of the durable containers (for a snapshot)."""
@@ -145,14 +140,11 @@ class Accounts:
                 continue  # deleted since the batch was taken
             durable = max(self._durable_last_used.get(key_id, at_ms), at_ms)
             self._durable_last_used[key_id] = durable
-            if self._touched.get(key_id, durable) <= durable:
-                self._touched.pop(key_id, None)
         return accepted(None)
 
     def _forget_key(self, key_id: str) -> None:
         del self._keys[key_id]
         self._durable_last_used.pop(key_id, None)
-        self._touched.pop(key_id, None)
 
     # -- reads --------------------------------------------------------------------------
 
@@ -175,15 +167,6 @@ class Accounts:
         keys = [k for k in self._keys.values() if user_id is None or k.user_id == user_id]
         return sorted(keys, key=lambda k: (k.created_at, k.access_key_id))
 
-    def touch(self, access_key_id: str, at_ms: int) -> None:
-        if access_key_id in self._keys and at_ms > self.last_used(access_key_id, -1):
-            self._touched[access_key_id] = at_ms
-
-    def last_used(self, access_key_id: str, default: int) -> int:
-        return max(
-            self._durable_last_used.get(access_key_id, default),
-            self._touched.get(access_key_id, default),
-        )
-
-    def pending_usage(self) -> dict[str, int]:
-        return dict(self._touched)
+    def last_used(self, access_key_id: str) -> int | None:
+        """The key's journaled last use; None if none was journaled."""
+        return self._durable_last_used.get(access_key_id)

@@ -19,7 +19,7 @@ containers are not being mutated (the event-loop thread).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from service.meta.model import ObjectPage, ObjectVersion, VersionEntry, VersionPage
@@ -62,7 +62,7 @@ def _resume_point(prefix: str, delimiter: str, start_after: str | None) -> tuple
 
 def list_objects(
     visible_keys: Any,
-    versions: Mapping[str, Versions],
+    versions: Any,
     prefix: str,
     delimiter: str | None,
     limit: int,
@@ -71,7 +71,8 @@ def list_objects(
     """One page of the keys whose latest version is not a delete marker.
 
     ``visible_keys`` is a SortedList of exactly those keys; ``versions`` maps each key to
-    its versions, oldest first.
+    its versions, oldest first (anything with ``irange`` and ``[key]`` will do: the
+    persistent index passes cursor views).
     """
     if limit < 1:
         raise ValueError("limit must be at least 1")

@@ -37,7 +37,8 @@ Thread-safety: ``freeze`` on the event-loop thread; the others on any thread.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 import msgpack
 
@@ -142,14 +143,24 @@ def _share_row(share: VideoShare) -> list[Any]:
     ]
 
 
-def encode_snapshot(state: MetaState | FrozenState) -> bytes:
+class StoredObjects(Protocol):
+    """Object versions as a persistent index stores them: msgpack arrays of version rows."""
+
+    def count(self, bucket: str) -> int: ...
+    def rows(self, bucket: str) -> Iterator[tuple[str, bytes]]: ...
+
+
+def encode_snapshot(state: MetaState | FrozenState, stored: StoredObjects | None = None) -> bytes:
     """The snapshot bytes of a frozen image (or of a live state, frozen first).
 
     Objects are packed key by key, so the memory it takes beyond the image and the result
-    stays small however many objects there are.
+    stays small however many objects there are. With ``stored``, the image holds no objects
+    (``freeze(objects=False)``) and each bucket's keys come from ``stored``, their rows
+    copied as stored, never decoded (``service.index.lmdb_index.StoredRows``).
     """
     image = state.freeze() if isinstance(state, MetaState) else state
     packer = msgpack.Packer(autoreset=False, use_bin_type=True)
+    chunks: list[bytes] = []
     packer.pack_map_header(11)
     packer.pack("format")
     packer.pack(FORMAT)
@@ -162,9 +173,17 @@ def encode_snapshot(state: MetaState | FrozenState) -> bytes:
     for bucket, (keys, versions) in sorted(image.objects.items()):
         packer.pack_array_header(2)
         packer.pack(bucket)
-        packer.pack_array_header(len(keys))
-        for key in keys:
-            packer.pack([key, [_version_row(v) for v in versions[key]]])
+        if stored is None:
+            packer.pack_array_header(len(keys))
+            for key in keys:
+                packer.pack([key, [_version_row(v) for v in versions[key]]])
+            continue
+        packer.pack_array_header(stored.count(bucket))
+        for key, rows in stored.rows(bucket):
+            packer.pack_array_header(2)
+            packer.pack(key)
+            chunks += (packer.bytes(), rows)
+            packer.reset()
     packer.pack("uploads")
     packer.pack(
         [
@@ -189,11 +208,21 @@ def encode_snapshot(state: MetaState | FrozenState) -> bytes:
     packer.pack([_job_row(job) for _, job in sorted(image.video_jobs.items())])
     packer.pack("video_shares")
     packer.pack([_share_row(share) for _, share in sorted(image.video_shares.items())])
-    return packer.bytes()
+    chunks.append(packer.bytes())
+    return b"".join(chunks)
 
 
 def decode_snapshot(data: bytes) -> MetaState:
     """The live state a snapshot describes; raises SnapshotFormatError if it is not one."""
+    image = decode_image(data)
+    try:
+        return MetaState.restore(image)
+    except (TypeError, ValueError, KeyError, IndexError) as exc:
+        raise SnapshotFormatError(f"damaged snapshot: {exc!r}") from exc
+
+
+def decode_image(data: bytes) -> FrozenState:
+    """The image a snapshot describes; raises SnapshotFormatError if it is not one."""
     try:
         doc = msgpack.unpackb(data, raw=False)
     except (ValueError, msgpack.UnpackException) as exc:
@@ -202,7 +231,7 @@ def decode_snapshot(data: bytes) -> MetaState:
         found = doc.get("format") if isinstance(doc, dict) else None
         raise SnapshotFormatError(f"unsupported snapshot format {found!r}, expected {FORMAT}")
     try:
-        return MetaState.restore(_image(doc))
+        return _image(doc)
     except (TypeError, ValueError, KeyError, IndexError) as exc:
         raise SnapshotFormatError(f"damaged snapshot: {exc!r}") from exc
 

@@ -8,14 +8,16 @@ exists, If-Match, If-None-Match, quota) are checked again here because two reque
 their pre-checks before either is applied.
 
 Indexes:
-- buckets by name, and per bucket a SortedDict ``key -> tuple of versions`` (oldest first,
-  latest last) plus a SortedList of the keys whose latest version is not a delete marker, so
-  a listing page costs O(log n + page) and never steps over deleted keys;
+- buckets by name, and per bucket each key's versions (oldest first, latest last) and the
+  keys whose latest version is not a delete marker (``service.meta.object_index``), so a
+  listing page costs O(log n + page) and never steps over deleted keys;
 - usage per bucket, maintained as versions come and go;
-- uploads by id and by bucket, the parts of each upload;
-- a reference count per payload id, so a payload is released exactly when its last
-  reference goes, even if the engine ever shares one payload between records;
-- users and access keys (``service.meta.accounts``).
+- a reference count per payload id (``service.meta.refs``), so a payload is released
+  exactly when its last reference goes;
+- multipart sessions and their parts (``service.meta.upload_state``), users and access
+  keys (``service.meta.accounts``), video jobs and shares (``service.meta.video_state``):
+  each resource in its own module with its own handlers, as this one holds buckets and
+  objects.
 
 Object semantics (S3's): with versioning off, a PUT replaces the null version (version id
 None) and keeps versions written while versioning was on; a DELETE removes the null version
@@ -30,14 +32,11 @@ private copies).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sortedcontainers import SortedDict, SortedList
-
-from service.meta import events, fields, listing
+from service.meta import events, fields
 from service.meta.accounts import Accounts
 from service.meta.fields import MalformedEventError
 from service.meta.model import (
@@ -55,10 +54,11 @@ from service.meta.model import (
     VideoJob,
     VideoShare,
 )
+from service.meta.object_index import ObjectIndex, ObjectStore, visible
 from service.meta.outcome import Outcome, accepted, rejected
+from service.meta.refs import PayloadRefs
+from service.meta.upload_state import Uploads
 from service.meta.video_state import Media
-
-MAX_PART_NUMBER = 10_000
 
 Versions = tuple[ObjectVersion, ...]
 Handler = Callable[[Mapping[str, Any]], Outcome]
@@ -89,10 +89,6 @@ def _delete_marker(bucket: str, key: str, version_id: str | None, at: int) -> Ob
     return ObjectVersion(bucket, key, version_id, None, 0, "", "", {}, at, at, True)
 
 
-def _visible(versions: Versions) -> bool:
-    return bool(versions) and not versions[-1].is_delete_marker
-
-
 def _find(versions: Versions, version_id: str | None) -> int | None:
     for index, version in enumerate(versions):
         if version.version_id == version_id:
@@ -103,16 +99,14 @@ def _find(versions: Versions, version_id: str | None) -> int | None:
 class MetaState:
     """The object store's metadata; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, objects: ObjectStore | None = None) -> None:
+        """``objects`` holds the object versions: in memory unless given."""
         self._server_id: str | None = None
         self._buckets: dict[str, Bucket] = {}
-        self._objects: dict[str, Any] = {}  # bucket -> SortedDict[str, Versions]
-        self._visible: dict[str, Any] = {}  # bucket -> SortedList[str]
+        self._objects: ObjectStore = objects if objects is not None else ObjectIndex()
         self._usage: dict[str, Usage] = {}
-        self._uploads: dict[str, UploadSession] = {}
-        self._parts: dict[str, dict[int, PartInfo]] = {}
-        self._uploads_by_bucket: dict[str, dict[str, None]] = {}
-        self._refs: dict[str, int] = {}
+        self._refs = PayloadRefs()
+        self._uploads = Uploads(self._refs, self._buckets.__contains__, self._store_version)
         self._accounts = Accounts()
         self._media = Media(self._buckets.__contains__)
         self._anomalies: dict[str, int] = {}
@@ -123,29 +117,28 @@ class MetaState:
             events.BUCKET_DELETED: self._bucket_and_its_jobs_deleted,
             events.OBJECT_STORED: self._object_stored,
             events.OBJECT_DELETED: self._object_deleted,
-            events.UPLOAD_STARTED: self._upload_started,
-            events.PART_STORED: self._part_stored,
-            events.UPLOAD_COMPLETED: self._upload_completed,
-            events.UPLOAD_ABORTED: self._upload_aborted,
+            **self._uploads.handlers(),
             **self._accounts.handlers(),
             **self._media.handlers(),
         }
 
     # -- images -------------------------------------------------------------------------
 
-    def freeze(self) -> FrozenState:
-        """A point-in-time image, cheap enough for the event loop (no record is copied)."""
+    def freeze(self, *, objects: bool = True) -> FrozenState:
+        """A point-in-time image, cheap enough for the event loop (no record is copied).
+
+        ``objects=False`` leaves the object versions out (every bucket lists none): what a
+        persistent object index needs kept beside it."""
         users, keys, last_used = self._accounts.images()
         jobs, shares = self._media.images()
+        uploads, parts = self._uploads.images()
+        images = self._objects.image() if objects else {}
         return FrozenState(
             server_id=self._server_id,
             buckets=dict(self._buckets),
-            objects={
-                name: (list(versions.keys()), dict.copy(versions))
-                for name, versions in self._objects.items()
-            },
-            uploads=dict(self._uploads),
-            parts={upload_id: dict(parts) for upload_id, parts in self._parts.items()},
+            objects={name: images.get(name, ([], {})) for name in self._buckets},
+            uploads=uploads,
+            parts=parts,
             users=users,
             access_keys=keys,
             key_last_used=last_used,
@@ -155,33 +148,34 @@ class MetaState:
         )
 
     @classmethod
-    def restore(cls, image: FrozenState) -> MetaState:
-        """A live state equal to ``image``; every derived index is rebuilt from the records."""
-        state = cls()
+    def reopen(cls, rest: FrozenState, objects: ObjectStore) -> MetaState:
+        """The state whose object versions ``objects`` holds and the rest ``rest`` (a
+        ``freeze(objects=False)`` image); usage and references are recounted."""
+        state = cls.restore(rest, objects)
+        for version in objects.iter_versions():
+            state._count_in(version)
+        return state
+
+    @classmethod
+    def restore(cls, image: FrozenState, objects: ObjectStore | None = None) -> MetaState:
+        """A live state equal to ``image``; every derived index is rebuilt from the records.
+        Its object versions go into ``objects`` (in memory unless given)."""
+        state = cls(objects)
         state._server_id = image.server_id
         state._accounts.load(image.users, image.access_keys, image.key_last_used)
         state._anomalies = dict(image.anomalies)
         state._media.load(image.video_jobs, image.video_shares)
         for name, bucket in image.buckets.items():
-            state._add_bucket(bucket)
             _, versions_by_key = image.objects.get(name, ([], {}))
-            state._objects[name] = SortedDict(versions_by_key)
-            state._visible[name] = SortedList(
-                key for key, versions in versions_by_key.items() if _visible(versions)
-            )
+            state._add_bucket(bucket, versions_by_key)
             for versions in versions_by_key.values():
                 for version in versions:
                     state._count_in(version)
-        for upload_id, session in image.uploads.items():
-            state._uploads[upload_id] = session
-            state._uploads_by_bucket[session.bucket][upload_id] = None
-            state._parts[upload_id] = dict(image.parts.get(upload_id, {}))
-            for part in state._parts[upload_id].values():
-                state._ref(part.payload_id)
+        state._uploads.load(image.uploads, image.parts)
         return state
 
     def __eq__(self, other: object) -> bool:
-        """Equal durable content (in-memory key touches not yet journaled are ignored)."""
+        """Equal content."""
         if not isinstance(other, MetaState):
             return NotImplemented
         return self.freeze() == other.freeze()
@@ -206,52 +200,24 @@ class MetaState:
     def _note(self, anomaly: str) -> None:
         self._anomalies[anomaly] = self._anomalies.get(anomaly, 0) + 1
 
-    def _ref(self, payload_id: str) -> None:
-        self._refs[payload_id] = self._refs.get(payload_id, 0) + 1
-
-    def _unref(self, payload_id: str, released: list[str]) -> None:
-        count = self._refs[payload_id] - 1
-        if count:
-            self._refs[payload_id] = count
-        else:
-            del self._refs[payload_id]
-            released.append(payload_id)
-
-    def _refuse(self, code: str, message: str, payload_id: str | None = None) -> Outcome:
-        """A rejection; the event's own payload is released unless something holds it."""
-        released = [payload_id] if payload_id is not None and payload_id not in self._refs else []
-        return rejected(code, message, released)
-
     def _count_in(self, version: ObjectVersion) -> None:
         """Account for a version entering its bucket: usage and its payload reference."""
         if version.payload_id is not None:
             self._usage[version.bucket] = self._usage[version.bucket].plus(version.size)
-            self._ref(version.payload_id)
+            self._refs.ref(version.payload_id)
 
     def _count_out(self, version: ObjectVersion, released: list[str]) -> None:
         if version.payload_id is not None:
             self._usage[version.bucket] = self._usage[version.bucket].minus(version.size)
-            self._unref(version.payload_id, released)
+            self._refs.unref(version.payload_id, released)
 
-    def _set_versions(self, bucket: str, key: str, before: Versions, after: Versions) -> None:
-        """Replace a key's versions, keeping the visible-key index in step."""
-        keys = self._objects[bucket]
-        if after:
-            keys[key] = after
-        else:
-            del keys[key]
-        was, now = _visible(before), _visible(after)
-        if was and not now:
-            self._visible[bucket].remove(key)
-        elif now and not was:
-            self._visible[bucket].add(key)
-
-    def _add_bucket(self, bucket: Bucket) -> None:
+    def _add_bucket(
+        self, bucket: Bucket, versions_by_key: Mapping[str, Versions] | None = None
+    ) -> None:
         self._buckets[bucket.name] = bucket
-        self._objects[bucket.name] = SortedDict()
-        self._visible[bucket.name] = SortedList()
+        self._objects.add_bucket(bucket.name, versions_by_key)
         self._usage[bucket.name] = Usage()
-        self._uploads_by_bucket[bucket.name] = {}
+        self._uploads.add_bucket(bucket.name)
 
     # -- buckets ------------------------------------------------------------------------
 
@@ -312,18 +278,14 @@ class MetaState:
         bucket = self._buckets.get(name)
         if bucket is None:
             return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
-        keys = self._objects[name]
-        if keys and not force:
+        if self._objects.holds_any(name) and not force:
             return rejected("BucketNotEmpty", f"bucket {name!r} is not empty")
         released: list[str] = []
-        for versions in keys.values():
-            for version in versions:
-                if version.payload_id is not None:
-                    self._unref(version.payload_id, released)
-        for upload_id in list(self._uploads_by_bucket[name]):
-            self._close_upload(upload_id, released)
-        del self._buckets[name], self._objects[name], self._visible[name]
-        del self._usage[name], self._uploads_by_bucket[name]
+        for version in self._objects.drop_bucket(name):
+            if version.payload_id is not None:
+                self._refs.unref(version.payload_id, released)
+        self._uploads.drop_bucket(name, released)
+        del self._buckets[name], self._usage[name]
         return accepted(bucket, released)
 
     # -- objects ------------------------------------------------------------------------
@@ -342,24 +304,26 @@ class MetaState:
         at = fields.integer(event, "at")
         bucket = self._buckets.get(name)
         if bucket is None:
-            return self._refuse("NoSuchBucket", f"bucket {name!r} does not exist", payload_id)
+            return self._refs.refuse("NoSuchBucket", f"bucket {name!r} does not exist", payload_id)
         latest = self.head_object(name, key)
         visible = latest is not None and not latest.is_delete_marker
         if if_none_match and visible:
-            return self._refuse("PreconditionFailed", "the key exists (If-None-Match)", payload_id)
+            return self._refs.refuse(
+                "PreconditionFailed", "the key exists (If-None-Match)", payload_id
+            )
         if if_match is not None and not (
             visible and latest is not None and if_match in ("*", latest.sha256)
         ):
-            return self._refuse(
+            return self._refs.refuse(
                 "PreconditionFailed", "the ETag does not match If-Match", payload_id
             )
         return self._store_version(
-            bucket, key, payload_id, size, content_type, sha256, metadata, version_token, at
+            name, key, payload_id, size, content_type, sha256, metadata, version_token, at
         )
 
     def _store_version(
         self,
-        bucket: Bucket,
+        name: str,
         key: str,
         payload_id: str,
         size: int,
@@ -370,11 +334,12 @@ class MetaState:
         at: int,
     ) -> Outcome:
         """Make a payload the key's newest version, if versioning and quota allow."""
-        before: Versions = self._objects[bucket.name].get(key, ())
+        bucket = self._buckets[name]
+        before = self._objects.versions(bucket.name, key)
         created_at = at
         if bucket.versioning_enabled:
             if _find(before, version_token) is not None:
-                return self._refuse("InvalidState", "the version id is taken", payload_id)
+                return self._refs.refuse("InvalidState", "the version id is taken", payload_id)
             replaced = None
             kept = before
             version_id: str | None = version_token
@@ -387,7 +352,7 @@ class MetaState:
                 created_at = replaced.created_at
         freed = replaced.size if replaced is not None else 0
         if not self._quota_allows(bucket, size - freed):
-            return self._refuse(
+            return self._refs.refuse(
                 "QuotaExceeded", f"the object would take {bucket.name!r} past its quota", payload_id
             )
         version = ObjectVersion(
@@ -406,7 +371,7 @@ class MetaState:
         self._count_in(version)
         if replaced is not None:
             self._count_out(replaced, released)
-        self._set_versions(bucket.name, key, before, (*kept, version))
+        self._objects.set_versions(bucket.name, key, before, (*kept, version))
         return accepted(version, released)
 
     def _quota_allows(self, bucket: Bucket, growth: int) -> bool:
@@ -423,7 +388,7 @@ class MetaState:
         bucket = self._buckets.get(name)
         if bucket is None:
             return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
-        before: Versions = self._objects[name].get(key, ())
+        before = self._objects.versions(name, key)
         released: list[str] = []
         if version_id is not None:
             index = _find(before, None if version_id == NULL_VERSION_ID else version_id)
@@ -431,133 +396,26 @@ class MetaState:
                 return rejected("NoSuchVersion", f"no version {version_id!r} of {key!r}")
             removed = before[index]
             self._count_out(removed, released)
-            self._set_versions(name, key, before, before[:index] + before[index + 1 :])
+            self._objects.set_versions(name, key, before, before[:index] + before[index + 1 :])
             return accepted(removed, released)
-        if not _visible(before):
+        if not visible(before):
             return rejected("NoSuchKey", f"no object {key!r} in bucket {name!r}")
         if bucket.versioning_enabled:
             if _find(before, version_token) is not None:
                 return rejected("InvalidState", "the version id is taken")
             marker = _delete_marker(name, key, version_token, at)
-            self._set_versions(name, key, before, (*before, marker))
+            self._objects.set_versions(name, key, before, (*before, marker))
             return accepted(marker)
         index = _find(before, None)
         kept = before if index is None else before[:index] + before[index + 1 :]
         if index is not None:
             self._count_out(before[index], released)
         if not kept:
-            self._set_versions(name, key, before, ())
+            self._objects.set_versions(name, key, before, ())
             return accepted(before[-1], released)
         marker = _delete_marker(name, key, None, at)
-        self._set_versions(name, key, before, (*kept, marker))
+        self._objects.set_versions(name, key, before, (*kept, marker))
         return accepted(marker, released)
-
-    # -- multipart ----------------------------------------------------------------------
-
-    def _open_upload(self, upload_id: str, at: int) -> UploadSession | None:
-        """The session, unless it is closed or expired at ``at``."""
-        session = self._uploads.get(upload_id)
-        if session is None or at > session.expires_at:
-            return None
-        return session
-
-    def _close_upload(self, upload_id: str, released: list[str]) -> None:
-        session = self._uploads.pop(upload_id)
-        del self._uploads_by_bucket[session.bucket][upload_id]
-        for part in self._parts.pop(upload_id).values():
-            self._unref(part.payload_id, released)
-
-    def _upload_started(self, event: Mapping[str, Any]) -> Outcome:
-        session = UploadSession(
-            upload_id=fields.text(event, "upload_id"),
-            bucket=fields.text(event, "bucket"),
-            key=fields.text(event, "key"),
-            owner=fields.text(event, "owner"),
-            content_type=fields.text(event, "content_type"),
-            custom_metadata=fields.string_map(event, "custom_metadata"),
-            recommended_part_size=fields.integer(event, "recommended_part_size", minimum=0),
-            created_at=fields.integer(event, "at"),
-            expires_at=fields.integer(event, "expires_at"),
-        )
-        if session.bucket not in self._buckets:
-            return rejected("NoSuchBucket", f"bucket {session.bucket!r} does not exist")
-        if session.upload_id in self._uploads:
-            return rejected("InvalidState", f"upload {session.upload_id!r} already exists")
-        self._uploads[session.upload_id] = session
-        self._uploads_by_bucket[session.bucket][session.upload_id] = None
-        self._parts[session.upload_id] = {}
-        return accepted(session)
-
-    def _part_stored(self, event: Mapping[str, Any]) -> Outcome:
-        upload_id = fields.text(event, "upload_id")
-        part = PartInfo(
-            part_number=fields.integer(event, "part_number"),
-            payload_id=fields.text(event, "payload_id"),
-            size=fields.integer(event, "size", minimum=0),
-            sha256=fields.text(event, "sha256"),
-            stored_at=fields.integer(event, "at"),
-        )
-        if self._open_upload(upload_id, part.stored_at) is None:
-            return self._refuse("NoSuchUpload", f"no open upload {upload_id!r}", part.payload_id)
-        if not 1 <= part.part_number <= MAX_PART_NUMBER:
-            return self._refuse(
-                "InvalidPartNumber", f"part numbers are 1 to {MAX_PART_NUMBER}", part.payload_id
-            )
-        parts = self._parts[upload_id]
-        old = parts.get(part.part_number)
-        released: list[str] = []
-        self._ref(part.payload_id)
-        if old is not None:
-            self._unref(old.payload_id, released)
-        parts[part.part_number] = part
-        return accepted(part, released)
-
-    def _upload_completed(self, event: Mapping[str, Any]) -> Outcome:
-        upload_id = fields.text(event, "upload_id")
-        numbers = fields.integer_list(event, "part_numbers")
-        payload_id = fields.text(event, "payload_id")
-        size = fields.integer(event, "size", minimum=0)
-        sha256 = fields.text(event, "sha256")
-        version_token = fields.text(event, "version_token")
-        at = fields.integer(event, "at")
-        session = self._open_upload(upload_id, at)
-        if session is None:
-            return self._refuse("NoSuchUpload", f"no open upload {upload_id!r}", payload_id)
-        parts = self._parts[upload_id]
-        if not numbers:
-            return self._refuse("InvalidPart", "at least one part is required", payload_id)
-        if any(a >= b for a, b in itertools.pairwise(numbers)):
-            return self._refuse("InvalidPartOrder", "parts must be strictly ascending", payload_id)
-        missing = [number for number in numbers if number not in parts]
-        if missing:
-            return self._refuse("InvalidPart", f"part {missing[0]} was not stored", payload_id)
-        outcome = self._store_version(
-            self._buckets[session.bucket],
-            session.key,
-            payload_id,
-            size,
-            session.content_type,
-            sha256,
-            dict(session.custom_metadata),
-            version_token,
-            at,
-        )
-        if not outcome.ok:
-            return outcome
-        released = list(outcome.released_payloads)
-        self._close_upload(upload_id, released)
-        return accepted(outcome.value, released)
-
-    def _upload_aborted(self, event: Mapping[str, Any]) -> Outcome:
-        upload_id = fields.text(event, "upload_id")
-        fields.text(event, "reason")
-        fields.integer(event, "at")
-        session = self._uploads.get(upload_id)
-        if session is None:
-            return rejected("NoSuchUpload", f"no upload {upload_id!r}")
-        released: list[str] = []
-        self._close_upload(upload_id, released)
-        return accepted(session, released)
 
     # -- reads: server, buckets, objects ------------------------------------------------
 
@@ -591,8 +449,7 @@ class MetaState:
 
         Delete markers are returned too, so the caller can tell "deleted" from "absent".
         """
-        keys = self._objects.get(bucket)
-        versions: Versions = () if keys is None else keys.get(key, ())
+        versions = self._objects.versions(bucket, key)
         if not versions:
             return None
         if version_id is None:
@@ -602,8 +459,7 @@ class MetaState:
 
     def object_versions(self, bucket: str, key: str) -> Versions:
         """Every version of a key, oldest first (empty if none)."""
-        keys = self._objects.get(bucket)
-        return () if keys is None else keys.get(key, ())
+        return self._objects.versions(bucket, key)
 
     def quota_allows(self, bucket: str, key: str, incoming_size: int, reserved: int = 0) -> bool:
         """Whether storing ``incoming_size`` bytes as ``key`` would keep the bucket within
@@ -629,9 +485,7 @@ class MetaState:
         """A page of the bucket's keys (see ``service.meta.listing``); empty if no bucket."""
         if bucket not in self._buckets:
             return ObjectPage((), (), None, False)
-        return listing.list_objects(
-            self._visible[bucket], self._objects[bucket], prefix, delimiter, limit, start_after
-        )
+        return self._objects.list_objects(bucket, prefix, delimiter, limit, start_after)
 
     def list_versions(
         self,
@@ -643,11 +497,11 @@ class MetaState:
         """A page of the bucket's versions (see ``service.meta.listing``)."""
         if bucket not in self._buckets:
             return VersionPage((), None, False)
-        return listing.list_versions(self._objects[bucket], prefix, limit, start_after)
+        return self._objects.list_versions(bucket, prefix, limit, start_after)
 
     def referenced_payloads(self) -> set[str]:
         """Every payload id a version or a part references (a copy: safe to use off-loop)."""
-        return set(self._refs)
+        return self._refs.ids()
 
     def counts(self) -> Counts:
         usages = self._usage.values()
@@ -665,21 +519,15 @@ class MetaState:
 
     def upload_parts(self, upload_id: str) -> list[PartInfo]:
         """The session's parts by part number (empty for an unknown session)."""
-        parts = self._parts.get(upload_id, {})
-        return [parts[number] for number in sorted(parts)]
+        return self._uploads.parts(upload_id)
 
     def uploads(self, bucket: str | None = None) -> list[UploadSession]:
         """Sessions of ``bucket`` (all for None) by key, then age."""
-        if bucket is None:
-            sessions = list(self._uploads.values())
-        else:
-            ids = self._uploads_by_bucket.get(bucket, {})
-            sessions = [self._uploads[upload_id] for upload_id in ids]
-        return sorted(sessions, key=lambda s: (s.bucket, s.key, s.created_at, s.upload_id))
+        return self._uploads.sessions(bucket)
 
     def expired_uploads(self, now_ms: int) -> list[UploadSession]:
         """Sessions past their ``expires_at``, for the task that journals their expiry."""
-        return [s for s in self.uploads() if s.expires_at < now_ms]
+        return self._uploads.expired(now_ms)
 
     # -- reads: video jobs and shares ----------------------------------------------------
 
@@ -705,18 +553,7 @@ class MetaState:
     def list_access_keys(self, user_id: str | None = None) -> list[AccessKey]:
         return self._accounts.list_access_keys(user_id)
 
-    def touch_access_key(self, access_key_id: str, at_ms: int) -> None:
-        """Note a use of the key in memory; ``pending_key_usage`` offers it for journaling."""
-        self._accounts.touch(access_key_id, at_ms)
-
     def key_last_used(self, access_key_id: str) -> int | None:
-        """The key's last use (ms), journaled or only touched; None if never used."""
-        last = self._accounts.last_used(access_key_id, -1)
-        return None if last < 0 else last
-
-    def pending_key_usage(self) -> dict[str, int]:
-        """Touches newer than the journal knows: the payload of an ``AccessKeysUsed`` event.
-
-        Reading does not clear them; applying that event does.
-        """
-        return self._accounts.pending_usage()
+        """The key's journaled last use (ms); None if none was journaled. Uses noted since
+        the last ``AccessKeysUsed`` event live in ``service.key_usage``."""
+        return self._accounts.last_used(access_key_id)

@@ -16,9 +16,11 @@ import pytest
 from bench import SMOKE, compare, file_windows
 from bench.__main__ import markdown_table, parse_args
 from bench.anchors import NaiveServer
+from bench.index_bench import run as run_index
 from bench.loadgen import LoadSpec, run_load, wrk_available
 from bench.memory_bench import peak_rss_mib
 from bench.multipart_bench import run as run_multipart
+from bench.scale_bench import run as run_scale
 from bench.server_bench import run as run_server
 from tests.serverproc import free_port
 
@@ -130,3 +132,32 @@ def test_only_names_sections_and_rejects_unknown_ones() -> None:
 def test_file_windows_repeat_the_data_file_and_peak_rss_is_read_from_proc() -> None:
     assert file_windows(0, 20, 8) == [(0, 8), (0, 8), (0, 4)]
     assert peak_rss_mib(os.getpid()) > 1
+
+
+def test_index_section_sets_every_lmdb_figure_beside_sqlites() -> None:
+    rows = run_index(SMOKE)
+
+    names = [str(row["measurement"]).split(",")[0] for row in rows]
+    assert names[:5] == [
+        "populate rows/s",
+        "bytes/object",
+        "lookups/s",
+        "page prefix+delimiter ms",
+        "page delimiter only ms",
+    ]
+    assert sum(name.startswith("apply rows/s") for name in names) == 3
+    for row in rows:
+        assert row["LMDB"] > 0 and row["SQLite WAL"] > 0
+        assert row["LMDB / SQLite"] == pytest.approx(row["LMDB"] / row["SQLite WAL"])
+
+
+@pytest.mark.slow
+def test_scale_section_sets_the_index_beside_the_in_memory_design() -> None:
+    rows = run_scale(SMOKE)
+
+    by_name = {str(row["measurement"]).split(",")[0]: row for row in rows}
+    assert 0 < by_name["index bytes per object"]["index"] < 10_000
+    for name in ("start after clean stop", "start after SIGKILL", "anonymous RSS", "4 KiB GET"):
+        assert by_name[name]["index"] > 0 and by_name[name]["in-memory"] > 0
+    pages = [row for name, row in by_name.items() if name.startswith("1")]
+    assert len(pages) == 3

@@ -34,7 +34,7 @@ from fsseam import crashpoints
 from fsseam.simfs import CrashMode, ManualClock, SimFileSystem, SimulatedCrash
 from journal import Journal, JournalOptions
 from service import buckets, multipart, objects
-from service.api_errors import ApiError
+from service.api_errors import ApiError, response_headers
 from service.config import Config, Durability
 from service.engine import Engine
 from service.meta import ObjectVersion, PartInfo
@@ -169,7 +169,7 @@ async def answer(call: Awaitable[Any]) -> Result:
     try:
         value = await call
     except ApiError as error:
-        return Result(error.status, code=error.code, headers=dict(error.headers))
+        return Result(error.status, code=error.code, headers=response_headers(error))
     except SimulatedCrash:
         return Result(0, code="crashed")
     except Exception:  # the HTTP layer answers anything else with 500 InternalError
@@ -365,7 +365,7 @@ class SimMachine:
         try:
             objects.precheck_put(engine, intent)
         except ApiError as error:
-            return Result(error.status, code=error.code, headers=dict(error.headers))
+            return Result(error.status, code=error.code, headers=response_headers(error))
         staged = await self._stage(data, chunks)
         if isinstance(staged, Result):
             return staged
@@ -397,7 +397,7 @@ class SimMachine:
             session = multipart.open_session(engine, upload_id)
             engine.ensure_writable()
         except ApiError as error:
-            return Result(error.status, code=error.code, headers=dict(error.headers))
+            return Result(error.status, code=error.code, headers=response_headers(error))
         staged = await self._stage(data, 2)
         if isinstance(staged, Result):
             return staged
@@ -424,7 +424,7 @@ class SimMachine:
         try:
             session = multipart.open_session(self.running, upload_id)
         except ApiError as error:
-            return Result(error.status, code=error.code, headers=dict(error.headers))
+            return Result(error.status, code=error.code, headers=response_headers(error))
         return await answer(call(session))
 
     async def snapshot(self) -> Result:
@@ -465,7 +465,7 @@ class SimMachine:
         try:
             version = objects.resolve_version(engine, bucket, key, version_id)
         except ApiError as error:
-            return Result(error.status, code=error.code, headers=dict(error.headers))
+            return Result(error.status, code=error.code, headers=response_headers(error))
         assert version.payload_id is not None
         return await answer(
             engine.run_blocking(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from service.key_usage import KeyUsage
 from service.meta import AccessKey, MetaState, User, events
 from tests.meta.factory import applied
 
@@ -92,24 +93,37 @@ def test_list_access_keys_filters_by_user_oldest_first() -> None:
     assert [k.access_key_id for k in state.list_access_keys()] == ["bk_c", "bk_b", "bk_a"]
 
 
-def test_touches_are_pending_until_an_access_keys_used_event_makes_them_durable() -> None:
+def test_uses_are_pending_until_an_access_keys_used_event_makes_them_durable() -> None:
     state = MetaState()
+    usage = KeyUsage()
     applied(state, user("u1", "ada"))
     applied(state, key("bk_1", "u1"))
-    assert state.key_last_used("bk_1") is None
-    state.touch_access_key("bk_1", 100)
-    state.touch_access_key("bk_1", 90)
-    state.touch_access_key("bk_unknown", 100)
-    assert state.key_last_used("bk_1") == 100
-    batch = state.pending_key_usage()
+    assert usage.last_used(state, "bk_1") is None
+    usage.touch("bk_1", 100)
+    usage.touch("bk_1", 90)
+    usage.touch("bk_unknown", 100)
+    assert state.key_last_used("bk_1") is None  # noting a use leaves the state alone
+    assert usage.last_used(state, "bk_1") == 100
+    batch = usage.pending(state)
     assert batch == {"bk_1": 100}
-    assert state.pending_key_usage() == batch
-    state.touch_access_key("bk_1", 120)
+    assert usage.pending(state) == batch
+    usage.touch("bk_1", 120)
     applied(state, events.access_keys_used(last_used=batch, at=110))
-    assert state.pending_key_usage() == {"bk_1": 120}
+    assert state.key_last_used("bk_1") == 100
+    assert usage.pending(state) == {"bk_1": 120}
     applied(state, events.access_keys_used(last_used={"bk_1": 120, "bk_gone": 5}, at=130))
-    assert state.pending_key_usage() == {}
-    assert state.key_last_used("bk_1") == 120
+    assert usage.pending(state) == {}
+    assert state.key_last_used("bk_1") == usage.last_used(state, "bk_1") == 120
+
+
+def test_a_deleted_keys_uses_are_dropped_from_the_batch() -> None:
+    state = MetaState()
+    usage = KeyUsage()
+    applied(state, user("u1", "ada"))
+    applied(state, key("bk_1", "u1"))
+    usage.touch("bk_1", 100)
+    applied(state, events.access_key_deleted(access_key_id="bk_1", at=101))
+    assert usage.pending(state) == {}
 
 
 def test_only_journaled_last_use_survives_a_rebuild() -> None:
@@ -117,7 +131,6 @@ def test_only_journaled_last_use_survives_a_rebuild() -> None:
     applied(state, user("u1", "ada"))
     applied(state, key("bk_1", "u1"))
     applied(state, events.access_keys_used(last_used={"bk_1": 50}, at=60))
-    state.touch_access_key("bk_1", 70)
     rebuilt = MetaState.restore(state.freeze())
     assert rebuilt.key_last_used("bk_1") == 50
     assert rebuilt == state

@@ -1,0 +1,223 @@
+"""Scale benchmark: one bucket of N objects, this code beside the in-memory design (issue 12).
+
+``run()`` populates N objects quickly, in process, through the engine's own commit path
+(ObjectStored events committed 256 at a time, so group commit batches them; the payload
+ids name no file: HEAD and listings read metadata only). Then, over HTTP, for this tree
+(object versions in the LMDB index) and for the in-memory design (the tree at
+``ANCHOR_COMMIT``, extracted with ``git archive``; it reads the same journal and ignores the
+index), on the same data dir, one after the other:
+
+- start -> healthy after a clean stop, and after a SIGKILL;
+- RSS and anonymous RSS after start (``/proc/<pid>/status`` VmRSS, RssAnon);
+- a 1,000-key listing page at the start, middle and end of the bucket (median of 5);
+- 4 KiB GET requests/s of one real object (16 connections; the version lookup is the part
+  that differs, and small GETs are where its cost would show);
+- and the index's bytes on disk per object.
+
+N: 1,000,000 in the full profile (10 M takes about an hour to populate on this machine),
+100,000 in ``--quick``, 2,000 in the smoke test. Targets (issue 12): start <= 2 s and
+anonymous RSS <= 100 MiB at 10 M, index <= 300 bytes/object, listing page <= 20 ms.
+
+Thread-safety: a script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from bench import REPO, Profile, Row, scratch_dir
+from bench.loadgen import LoadSpec, basic_auth, run_load
+from service.config import Config
+from service.engine import Engine
+from service.index.opening import INDEX_DIRNAME
+from service.meta import events
+from tests.serverproc import ServerProcess
+
+SIZES = {"full": 1_000_000, "quick": 100_000, "smoke": 2_000}
+ANCHOR_COMMIT = "8c42459"
+"""The last commit before the index: the in-memory design."""
+CONCURRENT_COMMITS = 256
+BUCKET = "scale"
+PROBE_KEY = "probe-4k"
+"""A real 4 KiB object (the populated ones name no payload file) for the GET load."""
+
+
+def object_key(index: int) -> str:
+    return f"d{index // 1000:05d}/f{index % 1000:03d}.jpg"
+
+
+async def _populate(data_dir: str, count: int) -> None:
+    config = Config(
+        data_dir=data_dir,
+        durability="strict",
+        gc_interval=1e9,
+        snapshot_interval=1e9,
+        snapshot_every=10**9,
+    )
+    engine = Engine(config)
+    await engine.start()
+    await engine.commit(
+        events.bucket_created(
+            name=BUCKET, owner="u_bench", quota_bytes=None, versioning_enabled=False, tags={}, at=1
+        )
+    )
+    for start in range(0, count, CONCURRENT_COMMITS):
+        batch = [
+            events.object_stored(
+                bucket=BUCKET,
+                key=object_key(i),
+                payload_id=f"{i:032x}",
+                size=4096,
+                content_type="image/jpeg",
+                sha256=f"{i:064x}",
+                custom_metadata={},
+                version_token=f"v{i}",
+                if_none_match=False,
+                if_match=None,
+                at=1_790_000_000_000 + i,
+            )
+            for i in range(start, min(count, start + CONCURRENT_COMMITS))
+        ]
+        await asyncio.gather(*(engine.commit(event) for event in batch))
+    await engine.stop()
+
+
+class TreeServer(ServerProcess):
+    """A server started from another source tree (``root``) on the same data dir."""
+
+    root: Path = Path(REPO)
+
+    def start(self, timeout: float = 600.0, extra_env: dict[str, str] | None = None) -> None:
+        self.starts += 1
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}-server-{self.starts}.log"
+        env = self.environment()
+        env["PYTHONPATH"] = str(self.root)
+        with self.log_path.open("wb") as log_file:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "service"],
+                env=env,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                cwd=str(self.root),
+            )
+        self.wait_ready(timeout)
+
+
+def _memory(pid: int) -> tuple[float, float]:
+    """(RSS, anonymous RSS) in MiB."""
+    values: dict[str, float] = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            name, _, rest = line.partition(":")
+            if name in ("VmRSS", "RssAnon"):
+                values[name] = int(rest.split()[0]) / 1024
+    return values["VmRSS"], values["RssAnon"]
+
+
+def _timed_start(server: TreeServer) -> float:
+    started = time.perf_counter()
+    server.start()
+    return time.perf_counter() - started
+
+
+def _page_ms(server: TreeServer, client: httpx.Client, start_after: str | None) -> float:
+    params = {"limit": "1000", **({"start_after": start_after} if start_after else {})}
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        response = client.get(f"{server.api}/buckets/{BUCKET}/objects", params=params)
+        times.append((time.perf_counter() - started) * 1000)
+        if response.status_code != 200 or not response.json()["objects"]:
+            raise RuntimeError(f"listing failed: {response.status_code} {response.text[:200]}")
+    return statistics.median(times)
+
+
+def _disk_bytes(path: Path) -> int:
+    return sum(entry.stat().st_blocks * 512 for entry in path.rglob("*") if entry.is_file())
+
+
+def measure(root: Path, data_dir: Path, count: int, seconds: float) -> dict[str, float]:
+    server = TreeServer(data_dir)
+    server.root = root
+    figures: dict[str, float] = {}
+    _timed_start(server)  # the first start after populating bootstraps the admin user
+    server.stop()
+    figures["start after clean stop, s"] = _timed_start(server)
+    assert server.process is not None
+    figures["RSS, MiB"], figures["anonymous RSS, MiB"] = _memory(server.process.pid)
+    with httpx.Client(auth=server.auth, timeout=60.0) as client:
+        for label, index in (("start", None), ("middle", count // 2), ("end", count - 500)):
+            marker = None if index is None else object_key(index)
+            figures[f"1,000-key page at the {label}, ms"] = _page_ms(server, client, marker)
+        probe = f"{server.api}/buckets/{BUCKET}/objects/{PROBE_KEY}"
+        if client.put(probe, content=b"p" * 4096).status_code != 200:
+            raise RuntimeError("PUT of the probe object failed")
+    spec = LoadSpec(
+        port=server.port,
+        path=f"/api/v1/buckets/{BUCKET}/objects/{PROBE_KEY}",
+        headers=basic_auth(*server.auth),
+        connections=16,
+        seconds=seconds,
+    )
+    result = run_load(spec)
+    if result.errors:
+        raise RuntimeError(f"{result.errors} errors in the GET load")
+    figures["4 KiB GET, requests/s"] = result.requests / result.seconds
+    server.kill()
+    figures["start after SIGKILL, s"] = _timed_start(server)
+    server.stop()
+    return figures
+
+
+def run(profile: Profile) -> list[Row]:
+    count = SIZES.get(profile.name, SIZES["quick"])
+    with scratch_dir("scale-") as scratch:
+        anchor = Path(scratch) / "in-memory-tree"
+        anchor.mkdir()
+        archive = subprocess.run(
+            ["git", "-C", REPO, "archive", ANCHOR_COMMIT, "service", "journal", "fsseam"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(anchor)], input=archive, check=True)
+        data_dir = Path(scratch) / "data"
+        populate_started = time.perf_counter()
+        asyncio.run(_populate(str(data_dir), count))
+        populate_seconds = time.perf_counter() - populate_started
+        index_bytes = _disk_bytes(data_dir / INDEX_DIRNAME)
+        ours = measure(Path(REPO), data_dir, count, profile.load_seconds)
+        theirs = measure(anchor, data_dir, count, profile.load_seconds)
+        shutil.rmtree(data_dir, ignore_errors=True)
+    rows: list[Row] = [
+        {
+            "measurement": f"populate {count:,} objects (in process)",
+            "index": populate_seconds,
+            "in-memory": None,
+            "unit": "s",
+        },
+        {
+            "measurement": "index bytes per object",
+            "index": index_bytes / count,
+            "in-memory": None,
+            "unit": "bytes",
+        },
+    ]
+    for name, value in ours.items():
+        label, _, unit = name.rpartition(", ")
+        rows.append(
+            {
+                "measurement": f"{label}, {count:,} objects",
+                "index": value,
+                "in-memory": theirs[name],
+                "unit": unit,
+            }
+        )
+    return rows

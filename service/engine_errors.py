@@ -1,0 +1,61 @@
+"""The engine's refusals: domain errors with a code and a hint, never an HTTP detail.
+
+The engine (``service.engine``) raises these; the HTTP layer alone turns them into a status
+and headers (``service.api_errors.response_headers`` writes ``retry_after`` as
+``Retry-After``). They are ``ApiError``s so every caller that already answers an
+``ApiError`` in the contract's shape (handlers, the upload drain, the video runner) answers
+them too.
+
+- ``NotServingError``: the engine is starting or stopping; retry after ``retry_after`` s.
+- ``ReadOnlyError``: a journal fault turned the engine read-only until a restart.
+- ``StorageFullError``: the disk is full (ENOSPC) at a commit; the engine is read-only.
+- ``CommitFailedError``: any other journal write failure; the engine is read-only.
+
+Thread-safety: plain exception values.
+"""
+
+from __future__ import annotations
+
+from service.api_errors import ApiError
+
+READ_ONLY_RETRY_SECONDS = 30
+"""How long a client is told to wait before retrying a mutation on a read-only engine."""
+
+
+class NotServingError(ApiError):
+    """The engine is not accepting commits right now (starting or shutting down)."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__("ServiceUnavailable", message, retry_after=retry_after)
+
+
+class ReadOnlyError(NotServingError):
+    """A journal fault made the engine read-only; a restart recovers."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the server is read-only after a journal fault; restart it to recover",
+            READ_ONLY_RETRY_SECONDS,
+        )
+
+
+class StorageFullError(ApiError):
+    """A commit failed for lack of disk space; the engine turned read-only."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            "InsufficientStorage",
+            "the disk is full; the server is now read-only",
+            log_detail=detail,
+        )
+
+
+class CommitFailedError(ApiError):
+    """A commit failed (its record's fate is decided by the next replay); now read-only."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            "InternalError",
+            "the metadata commit failed; the server is now read-only",
+            log_detail=detail,
+        )

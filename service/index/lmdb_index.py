@@ -1,0 +1,406 @@
+"""The object index in LMDB: the same interface as ``ObjectIndex``, off the Python heap.
+
+Layout (one LMDB environment, named databases):
+
+- ``versions``: ``bucket NUL key`` -> msgpack list of the key's versions, oldest first, each
+  ``[version_id, payload_id, size, content_type, sha256, custom_metadata, created_at,
+  updated_at, is_delete_marker]``;
+- ``visible``: ``bucket NUL key`` -> empty, for the keys whose latest version is not a
+  delete marker (listings never step over deleted keys);
+- ``meta``: ``applied`` -> the journal sequence of the last event applied and a CRC-32 of
+  that event (the "consistent index", written in the same transaction as the event's
+  effects; the CRC tells this journal's record from another's), ``snapshot`` -> the
+  sequence and CRC-32 of the last journal snapshot written while the index was current
+  (a start that resumes at a snapshot checks it), and ``rest`` -> the rest
+  of the state at that sequence (buckets, uploads, accounts, video jobs: small), as a
+  snapshot without objects, rewritten only by batches that changed it.
+
+Bucket names never hold NUL, so ``bucket NUL`` is an exact prefix, and keys order by their
+UTF-8 bytes, which is the order of their code points: the order ``service.meta.listing``
+pages in. Listing reuses that module unchanged: a ``_BucketView`` offers the two things it
+asks of a container (``irange`` from a bound, ``[key]``) over an LMDB cursor.
+
+Writes go into the batch's write transaction (``begin``/``commit``, one per journal batch)
+or, outside a batch, into a transaction of their own. Reads inside a batch see its writes.
+
+Thread-safety: one writer at a time (the start's replay on a worker thread, then the
+event-loop thread), each write transaction begun and committed on one thread; reads from
+any thread open their own read transaction (an MVCC snapshot). The decoded-version cache is
+the event-loop thread's.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import lmdb
+import msgpack
+
+from service.meta import listing
+from service.meta.model import ObjectPage, ObjectVersion, VersionPage
+from service.meta.object_index import BucketImage, Versions, visible
+
+CACHE_ENTRIES = 8192
+"""Decoded versions of recently read keys kept (a hot GET skips LMDB and msgpack)."""
+MAP_BYTES = 1 << 40
+"""Address space reserved for the map (sparse on disk: only pages in use take space)."""
+_APPLIED = b"applied"
+_REST = b"rest"
+_SNAPSHOT = b"snapshot"
+_MARK = struct.Struct(">QI")
+"""A sequence and a CRC-32: which journal record (or snapshot) the index was built from."""
+
+
+KEY_LIMIT = 480
+"""Bytes of ``bucket NUL key`` an LMDB key holds (LMDB's own limit is 511)."""
+_NODE = b"\xff"
+"""Ends the LMDB key of a node: never in UTF-8, so no plain key ends with it."""
+
+
+def _prefix(bucket: str) -> bytes:
+    return bucket.encode() + b"\0"
+
+
+def _split(full: bytes) -> tuple[bytes, bytes | None]:
+    """The LMDB key of ``bucket NUL key`` and, for a key past ``KEY_LIMIT``, its remainder.
+
+    Every key longer than the limit lives in a node keyed by its first ``KEY_LIMIT`` bytes
+    and 0xff: a msgpack map of remainders to values. The node sorts where its keys do: after
+    every key that is a prefix of them, before every key above their common first bytes.
+    """
+    if len(full) <= KEY_LIMIT:
+        return full, None
+    return full[:KEY_LIMIT] + _NODE, full[KEY_LIMIT:]
+
+
+def _entries(txn: Any, db: Any, start: bytes, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """``(bucket NUL key, value)`` from ``start`` on while they begin with ``prefix``, in
+    byte order, nodes expanded."""
+    cursor = txn.cursor(db=db)
+    if not cursor.set_range(_split(start)[0]):
+        return
+    for raw in cursor.iternext(keys=True, values=False):
+        if not raw.startswith(prefix):
+            return
+        if not raw.endswith(_NODE):
+            if raw >= start:
+                yield raw, cursor.value()
+            continue
+        node = msgpack.unpackb(cursor.value())
+        head = raw[:-1]
+        for remainder in sorted(node):
+            if head + remainder >= start:
+                yield head + remainder, node[remainder]
+
+
+def _lookup(txn: Any, db: Any, full: bytes) -> bytes | None:
+    raw, remainder = _split(full)
+    data = txn.get(raw, db=db)
+    if remainder is None or data is None:
+        return data  # type: ignore[no-any-return]
+    value: bytes | None = msgpack.unpackb(data).get(remainder)
+    return value
+
+
+def _store(txn: Any, db: Any, full: bytes, value: bytes | None) -> None:
+    """Put (or, for None, delete) the value of ``bucket NUL key``."""
+    raw, remainder = _split(full)
+    if remainder is None:
+        if value is not None:
+            txn.put(raw, value, db=db)
+        else:
+            txn.delete(raw, db=db)
+        return
+    data = txn.get(raw, db=db)
+    node = {} if data is None else msgpack.unpackb(data)
+    if value is not None:
+        node[remainder] = value
+    else:
+        node.pop(remainder, None)
+    if node:
+        txn.put(raw, msgpack.packb(node), db=db)
+    else:
+        txn.delete(raw, db=db)
+
+
+def _pack(versions: Versions) -> bytes:
+    data: bytes = msgpack.packb(
+        [
+            [
+                v.version_id,
+                v.payload_id,
+                v.size,
+                v.content_type,
+                v.sha256,
+                dict(v.custom_metadata),
+                v.created_at,
+                v.updated_at,
+                v.is_delete_marker,
+            ]
+            for v in versions
+        ]
+    )
+    return data
+
+
+def _unpack(bucket: str, key: str, data: bytes) -> Versions:
+    return tuple(
+        ObjectVersion(bucket, key, *fields) for fields in msgpack.unpackb(data, use_list=False)
+    )
+
+
+class _BucketView:
+    """One bucket of one database, as ``listing`` reads a SortedList/SortedDict."""
+
+    def __init__(self, txn: Any, db: Any, bucket: str) -> None:
+        self._txn, self._db, self._bucket = txn, db, bucket
+        self._prefix = _prefix(bucket)
+
+    def irange(self, minimum: str, inclusive: tuple[bool, bool]) -> Iterator[str]:
+        start = self._prefix + minimum.encode()
+        for full, _ in _entries(self._txn, self._db, start, self._prefix):
+            if full == start and not inclusive[0]:
+                continue
+            yield full[len(self._prefix) :].decode()
+
+    def __getitem__(self, key: str) -> Versions:
+        data = _lookup(self._txn, self._db, self._prefix + key.encode())
+        if data is None:
+            raise KeyError(key)
+        return _unpack(self._bucket, key, data)
+
+
+class StoredRows:
+    """A read transaction over the versions: each bucket's keys with their versions as
+    stored (msgpack arrays of snapshot rows), for ``encode_snapshot`` to copy as they are.
+    Use from one thread at a time; ``close`` when done."""
+
+    def __init__(self, txn: Any, db: Any) -> None:
+        self._txn, self._db = txn, db
+
+    def count(self, bucket: str) -> int:
+        prefix = _prefix(bucket)
+        return sum(1 for _ in _entries(self._txn, self._db, prefix, prefix))
+
+    def rows(self, bucket: str) -> Iterator[tuple[str, bytes]]:
+        prefix = _prefix(bucket)
+        for full, data in _entries(self._txn, self._db, prefix, prefix):
+            yield full[len(prefix) :].decode(), bytes(data)
+
+    def close(self) -> None:
+        self._txn.abort()
+
+
+class LmdbObjectIndex:
+    """Object versions of every bucket in an LMDB environment at ``path``."""
+
+    def __init__(self, path: str, *, sync: bool = False) -> None:
+        self.env = lmdb.open(
+            path, map_size=MAP_BYTES, max_dbs=4, sync=sync, metasync=sync, readahead=False
+        )
+        self._versions = self.env.open_db(b"versions")
+        self._visible = self.env.open_db(b"visible")
+        self._meta = self.env.open_db(b"meta")
+        self._batch: Any = None
+        self._cache: dict[tuple[str, str], Versions] = {}
+
+    # -- transactions -------------------------------------------------------------------
+
+    def begin(self) -> None:
+        """Open the write transaction of one journal batch."""
+        assert self._batch is None, "a batch is already open"
+        self._batch = self.env.begin(write=True)
+
+    @property
+    def in_batch(self) -> bool:
+        return self._batch is not None
+
+    def commit(self, sequence: int, crc: int, rest: bytes | None = None) -> None:
+        """Record ``sequence`` (whose event has CRC-32 ``crc``) as applied, and ``rest`` if
+        the batch changed it, and commit the batch with them, atomically."""
+        txn, self._batch = self._batch, None
+        txn.put(_APPLIED, _MARK.pack(sequence, crc), db=self._meta)
+        if rest is not None:
+            txn.put(_REST, rest, db=self._meta)
+        txn.commit()
+
+    def rest(self) -> bytes | None:
+        """The rest of the state as of ``applied`` (None: never committed)."""
+        with self.env.begin() as txn:
+            raw = txn.get(_REST, db=self._meta)
+        return None if raw is None else bytes(raw)
+
+    def wipe(self) -> None:
+        """Forget everything (before a rebuild)."""
+        self._cache.clear()
+        with self.env.begin(write=True) as txn:
+            for db in (self._versions, self._visible, self._meta):
+                txn.drop(db, delete=False)
+
+    def sync(self) -> None:
+        """Make every committed transaction durable (the store is opened without syncs)."""
+        self.env.sync(True)
+
+    def applied(self) -> tuple[int, int]:
+        """The sequence and CRC-32 of the last event the index holds the effects of
+        ((0, 0): none)."""
+        return self._mark(_APPLIED)
+
+    def record_snapshot(self, sequence: int, crc: int) -> None:
+        """Note that the journal's snapshot at ``sequence`` (CRC-32 ``crc``) was written from
+        this index's state."""
+        with self.env.begin(write=True) as txn:
+            txn.put(_SNAPSHOT, _MARK.pack(sequence, crc), db=self._meta)
+
+    def snapshot_mark(self) -> tuple[int, int]:
+        """The (sequence, CRC-32) of the last snapshot noted ((0, 0): none)."""
+        return self._mark(_SNAPSHOT)
+
+    def _mark(self, name: bytes) -> tuple[int, int]:
+        with self.env.begin() as txn:
+            raw = txn.get(name, db=self._meta)
+        if raw is None:
+            return 0, 0
+        sequence, crc = _MARK.unpack(raw)
+        return int(sequence), int(crc)
+
+    def close(self) -> None:
+        if self._batch is not None:
+            self._batch.abort()
+            self._batch = None
+        self.env.close()
+
+    def _write(self) -> Any:
+        return self._batch if self._batch is not None else self.env.begin(write=True)
+
+    def _done(self, txn: Any) -> None:
+        if txn is not self._batch:
+            txn.commit()
+
+    def _read(self) -> Any:
+        return self._batch if self._batch is not None else self.env.begin()
+
+    # -- the ObjectIndex interface ------------------------------------------------------
+
+    def add_bucket(
+        self, bucket: str, versions_by_key: Mapping[str, Versions] | None = None
+    ) -> None:
+        txn = self._write()
+        for key, versions in (versions_by_key or {}).items():
+            self._put(txn, bucket, key, (), versions)
+        self._done(txn)
+
+    def drop_bucket(self, bucket: str) -> Iterator[ObjectVersion]:
+        self._cache.clear()
+        prefix = _prefix(bucket)
+        txn = self._write()
+        dropped: list[ObjectVersion] = []
+        for full, data in _entries(txn, self._versions, prefix, prefix):
+            dropped.extend(_unpack(bucket, full[len(prefix) :].decode(), data))
+        for db in (self._versions, self._visible):
+            cursor = txn.cursor(db=db)
+            positioned = cursor.set_range(prefix)
+            while positioned and cursor.key().startswith(prefix):
+                positioned = cursor.delete()
+        self._done(txn)
+        return iter(dropped)
+
+    def holds_any(self, bucket: str) -> bool:
+        prefix = _prefix(bucket)
+        txn = self._read()
+        try:
+            cursor = txn.cursor(db=self._versions)
+            return bool(cursor.set_range(prefix) and cursor.key().startswith(prefix))
+        finally:
+            self._end_read(txn)
+
+    def versions(self, bucket: str, key: str) -> Versions:
+        cached = self._cache.get((bucket, key))
+        if cached is not None:
+            return cached
+        txn = self._read()
+        try:
+            data = _lookup(txn, self._versions, _prefix(bucket) + key.encode())
+        finally:
+            self._end_read(txn)
+        versions = () if data is None else _unpack(bucket, key, data)
+        if len(self._cache) >= CACHE_ENTRIES:
+            del self._cache[next(iter(self._cache))]  # the oldest entry
+        self._cache[bucket, key] = versions
+        return versions
+
+    def set_versions(self, bucket: str, key: str, before: Versions, after: Versions) -> None:
+        txn = self._write()
+        self._put(txn, bucket, key, before, after)
+        self._done(txn)
+
+    def iter_versions(self) -> Iterator[ObjectVersion]:
+        """Every version of every bucket, from one read transaction."""
+        with self.env.begin() as txn:
+            for full, data in _entries(txn, self._versions, b"", b""):
+                bucket_raw, _, key_raw = full.partition(b"\0")
+                yield from _unpack(bucket_raw.decode(), key_raw.decode(), data)
+
+    def reader(self) -> StoredRows:
+        """The committed versions as of now, for a snapshot encoded on another thread."""
+        assert self._batch is None, "a reader sees committed batches only"
+        return StoredRows(self.env.begin(), self._versions)
+
+    def image(self) -> dict[str, BucketImage]:
+        """Every bucket's keys and versions (buckets with no key are absent)."""
+        result: dict[str, BucketImage] = {}
+        txn = self._read()
+        try:
+            for full, data in _entries(txn, self._versions, b"", b""):
+                bucket_raw, _, key_raw = full.partition(b"\0")
+                bucket, key = bucket_raw.decode(), key_raw.decode()
+                keys, versions = result.setdefault(bucket, ([], {}))
+                keys.append(key)
+                versions[key] = _unpack(bucket, key, data)
+        finally:
+            self._end_read(txn)
+        return result
+
+    def list_objects(
+        self, bucket: str, prefix: str, delimiter: str | None, limit: int, start_after: str | None
+    ) -> ObjectPage:
+        txn = self._read()
+        try:
+            return listing.list_objects(
+                _BucketView(txn, self._visible, bucket),
+                _BucketView(txn, self._versions, bucket),
+                prefix,
+                delimiter,
+                limit,
+                start_after,
+            )
+        finally:
+            self._end_read(txn)
+
+    def list_versions(
+        self, bucket: str, prefix: str, limit: int, start_after: tuple[str, int] | None
+    ) -> VersionPage:
+        txn = self._read()
+        try:
+            view = _BucketView(txn, self._versions, bucket)
+            return listing.list_versions(view, prefix, limit, start_after)
+        finally:
+            self._end_read(txn)
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _end_read(self, txn: Any) -> None:
+        if txn is not self._batch:
+            txn.abort()
+
+    def _put(self, txn: Any, bucket: str, key: str, before: Versions, after: Versions) -> None:
+        self._cache.pop((bucket, key), None)
+        full = _prefix(bucket) + key.encode()
+        _store(txn, self._versions, full, _pack(after) if after else None)
+        was, now = visible(before), visible(after)
+        if was and not now:
+            _store(txn, self._visible, full, None)
+        elif now and not was:
+            _store(txn, self._visible, full, b"")

@@ -1,0 +1,167 @@
+"""Opening the persistent object index beside the journal, and when not to trust it.
+
+The index (``service.index.lmdb_index``) lives in ``<data_dir>/index/`` and is opened
+without syncs: the journal is the durable truth, and the index is a checkpoint of applying
+it that a start may resume from or rebuild. That is safe after a process crash (SIGKILL,
+OOM): committed transactions sit in the page cache, which outlives the process, and LMDB's
+copy-on-write commits leave a consistent tree. It is not safe after an operating-system
+crash or power loss: with syncs off, LMDB may have written a meta page before the pages it
+points to. So while the index is open a marker file (``index.open``) holds the kernel's
+boot id; a start that finds the marker with another boot id knows the machine went down
+with the index open and rebuilds it. A clean stop syncs the index and removes the marker.
+
+Other reasons to rebuild (``load_state``): the index cannot be opened, holds no committed
+state, is older than the journal's snapshot (the records it would need are gone), is ahead
+of the journal (it reached the disk and the journal's tail did not: balanced mode after a
+power loss, or a journal restored from a backup), or was built from another journal: the
+index keeps a CRC-32 of the last event it applied and of the last snapshot written from it,
+and a start checks the one it resumes at against this journal (``IndexMismatchError``
+when the record turns up different during the replay).
+
+Thread-safety: called from the engine's start and stop, on one thread at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+import lmdb
+
+from fsseam.fs import FileSystem, make_dirs_durably
+from journal import Journal
+from journal.framing import encode_event
+from service.index.lmdb_index import LmdbObjectIndex
+from service.meta import MetaState, encode_snapshot
+from service.meta.snapshot import SnapshotFormatError, decode_image
+
+log = logging.getLogger("service.engine")
+
+INDEX_DIRNAME = "index"
+MARKER_FILENAME = "index.open"
+BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
+
+
+def boot_id(fs: FileSystem) -> str:
+    """This boot of the kernel ("unknown" where there is no boot id: then every unclean
+    stop counts as a machine restart)."""
+    try:
+        file = fs.open_read(BOOT_ID_PATH)
+    except OSError:
+        return "unknown"
+    try:
+        return file.read().decode().strip() or "unknown"
+    finally:
+        file.close()
+
+
+def open_index(fs: FileSystem, data_dir: str) -> tuple[LmdbObjectIndex, str | None]:
+    """Open the index and mark it open; the reason it was wiped (None: kept as it was)."""
+    path = os.path.join(data_dir, INDEX_DIRNAME)
+    marker = os.path.join(data_dir, MARKER_FILENAME)
+    make_dirs_durably(fs, path)
+    current = boot_id(fs)
+    reason: str | None = None
+    if fs.exists(marker):
+        file = fs.open_read(marker)
+        try:
+            previous = file.read().decode(errors="replace").strip()
+        finally:
+            file.close()
+        if previous != current or current == "unknown":
+            reason = "the machine restarted while the index was open"
+    try:
+        index = LmdbObjectIndex(path)
+    except lmdb.Error as exc:
+        reason = f"the index could not be opened ({exc})"
+        for name in fs.listdir(path):
+            fs.unlink(os.path.join(path, name))
+        index = LmdbObjectIndex(path)
+    if reason is not None:
+        index.wipe()
+    out = fs.create(marker + ".tmp")
+    try:
+        out.write(current.encode())
+        out.fsync()  # the marker must be on disk before the index may change
+    finally:
+        out.close()
+    fs.rename(marker + ".tmp", marker)
+    fs.fsync_dir(data_dir)  # the marker's name, likewise
+    return index, reason
+
+
+def close_index(fs: FileSystem, data_dir: str, index: LmdbObjectIndex) -> None:
+    """Sync and close the index, then remove the marker: the next start may trust it."""
+    index.sync()
+    index.close()
+    marker = os.path.join(data_dir, MARKER_FILENAME)
+    if fs.exists(marker):
+        fs.unlink(marker)
+        fs.fsync_dir(data_dir)  # the marker's removal is what says "clean"
+
+
+class IndexMismatchError(Exception):
+    """The journal's record at the index's sequence is not the one the index applied."""
+
+
+def event_crc(event: Mapping[str, Any]) -> int:
+    """The CRC-32 of an event as the journal encodes it: which record the index applied."""
+    return zlib.crc32(encode_event(dict(event)))
+
+
+def rest_of(state: MetaState) -> bytes:
+    """Everything of the state but its object versions, as the index keeps it."""
+    return encode_snapshot(state.freeze(objects=False))
+
+
+def load_state(
+    index: LmdbObjectIndex, reason: str | None, journal: Journal
+) -> tuple[MetaState, int, int | None]:
+    """The state to replay the journal onto: ``(state, sequence it is at, CRC-32 that the
+    record at that sequence must have, or None when nothing is left to check)``. The index
+    is rebuilt from the journal's snapshot (and the start logs why) unless it can be
+    trusted (see the module docstring). Blocking."""
+    last = journal.stats().last_sequence
+    base = journal.snapshot.sequence if journal.snapshot else 0
+    applied, crc = index.applied()
+    rest = index.rest()
+    if reason is None and rest is None and last > 0:
+        reason = "the index holds no state"
+    elif reason is None and applied > last:
+        reason = f"the index (at {applied}) is ahead of the journal (at {last})"
+    elif reason is None and applied < base:
+        reason = f"the index (at {applied}) is older than the journal's snapshot ({base})"
+    elif (
+        reason is None
+        and applied == base
+        and journal.snapshot is not None
+        and index.snapshot_mark() != (base, zlib.crc32(journal.snapshot.data))
+    ):
+        reason = "the index was not built from this journal (its snapshot differs)"
+    if reason is None and rest is not None:
+        try:
+            state = MetaState.reopen(decode_image(rest), index)
+        except SnapshotFormatError as exc:
+            reason = f"the index is damaged ({exc})"
+        else:
+            log.info("index at sequence %d; replaying the journal after it", applied)
+            return state, applied, crc if applied > base else None
+    if reason is not None:
+        log.warning("rebuilding the index from the journal: %s", reason)
+    return rebuild(index, journal), base, None
+
+
+def rebuild(index: LmdbObjectIndex, journal: Journal) -> MetaState:
+    """Empty the index and load the journal's snapshot into it. Blocking."""
+    index.wipe()
+    index.begin()
+    snapshot = journal.snapshot
+    image = decode_image(snapshot.data) if snapshot is not None else MetaState().freeze()
+    state = MetaState.restore(image, index)
+    index.commit(snapshot.sequence if snapshot is not None else 0, 0, rest_of(state))
+    if snapshot is not None:
+        index.record_snapshot(snapshot.sequence, zlib.crc32(snapshot.data))
+    return state
