@@ -37,6 +37,7 @@ from service.http.multipart_handlers import (
 )
 from service.http.object_handlers import ObjectHandler
 from service.http.object_reads import ObjectReadRouter, resolve_object_read
+from service.http.openapi_handlers import DocsHandler, OpenApiHandler
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
 from service.http.videos import (
     PLAY_ROUTE,
@@ -88,6 +89,8 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/videos/shares", SharesHandler),
         (rf"{API}/videos/shares/(?P<share_id>[^/]+)", ShareHandler),
         (PLAY, PlayOtherMethodsHandler),
+        (rf"{API}/openapi\.json", OpenApiHandler),
+        (rf"{API}/docs", DocsHandler),
     ]
 
 

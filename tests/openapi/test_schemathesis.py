@@ -1,0 +1,54 @@
+"""Schemathesis against a live server, from the server's own OpenAPI document.
+
+Every phase runs (examples, coverage, fuzzing, and stateful chains that follow the
+document's links: create a bucket then read, change and delete it; open a multipart
+upload, send a part, complete it), every check is on but the exclusions in
+``schemathesis.toml``, each naming its reason. The goal the tests hold: no 5xx and no
+failed check. The bounded run is part of ``make test``; the long one is ``make test-slow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.openapi import strun
+from tests.serverproc import ServerProcess
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    server = ServerProcess(tmp_path / "data")
+    server.start()
+    yield server
+    server.stop()
+
+
+def check_run(server: ServerProcess, figures: strun.Figures) -> None:
+    print(figures.summary())  # the figures, in the test's output
+    assert figures.operations >= 46, figures.output[-3000:]
+    assert figures.test_cases > 0, figures.output[-3000:]
+    assert figures.server_errors == 0, figures.output[-6000:]
+    assert figures.failures == [], "\n".join(figures.failures[:20])
+    assert figures.errors == [], "\n".join(figures.errors[:5])
+    assert figures.exit_code == 0, figures.output[-6000:]
+    # The root key, which the run never used, still works: the run broke nothing for good.
+    with server.client() as client:
+        assert client.get("/buckets").status_code == 200
+
+
+def test_bounded_run_finds_no_5xx_and_no_schema_violation(
+    live_server: ServerProcess, tmp_path: Path
+) -> None:
+    figures = strun.run(live_server, tmp_path, max_examples=5, max_steps=20, timeout=170)
+    check_run(live_server, figures)
+
+
+@pytest.mark.slow
+def test_long_run_finds_no_5xx_and_no_schema_violation(
+    live_server: ServerProcess, tmp_path: Path
+) -> None:
+    figures = strun.run(live_server, tmp_path, max_examples=200, max_steps=200, timeout=3000)
+    check_run(live_server, figures)
