@@ -20,7 +20,7 @@ REQUEST_ID = {
     "required": True,
     "schema": {"type": "string", "minLength": 1},
 }
-AUTHENTICATED: list[dict[str, list[str]]] = [{"basicAuth": []}, {"bearerAuth": []}]
+AUTHENTICATED: list[dict[str, list[str]]] = [{"bearerAuth": []}, {"basicAuth": []}]
 """Access key (HTTP Basic) or a login token (Bearer)."""
 PRESIGNED: dict[str, list[str]] = {
     "presignExpires": [],

@@ -4,9 +4,9 @@ The CLI runs as a user runs it, from ``tests/openapi/schemathesis.toml`` (the ex
 each naming its reason) plus the size of the run, with an NDJSON event report that this
 module reads for the figures: operations, test cases, 5xx answers and failed checks.
 
-The run authenticates with an access key made for it, never the root key the test uses to
-check the server afterwards, and passes it as a plain header so the fuzzer does not learn
-the key's id as a value to try (it would revoke the key it runs with).
+The run authenticates with a Bearer token of an admin user made for it, never the root key
+the test uses to check the server afterwards: given an access key, the fuzzer uses its id
+as a value to try and revokes the key it runs with.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
+import secrets
 import subprocess
 import sys
 from collections import Counter
@@ -38,37 +40,44 @@ class Figures:
     failures: list[str] = field(default_factory=list)
     """One line per failed check: operation, check, code and message."""
     errors: list[str] = field(default_factory=list)
-    links_used: int = 0
+    links_covered: int = 0
+    token: str = ""
     exit_code: int = 0
     output: str = ""
 
     @property
     def server_errors(self) -> int:
+        """Answers >= 500, whether or not a check was excluded for them."""
         return sum(count for status, count in self.statuses.items() if status >= 500)
 
     def summary(self) -> str:
         return (
             f"schemathesis: {self.operations} operations, {self.test_cases} test cases, "
             f"{self.requests} requests, {self.server_errors} 5xx, "
+            f"{self.links_covered} links covered, "
             f"{len(self.failures)} failed checks, {len(self.errors)} errors"
         )
 
 
-def fuzzer_authorization(server: ServerProcess) -> str:
-    """A fresh admin access key for the run, as a Basic ``Authorization`` header value."""
+def fuzzer_token(server: ServerProcess) -> str:
+    """A Bearer token of an admin user made for the run (never the root key's user)."""
+    password = secrets.token_urlsafe(18)
     with server.client() as client:
-        response = client.post("/access-keys", json={"name": "schemathesis"})
-        response.raise_for_status()
-        key = response.json()
-    token = f"{key['access_key_id']}:{key['secret_key']}".encode()
-    return "Basic " + base64.b64encode(token).decode()
+        created = client.post(
+            "/users", json={"username": "schemathesis", "password": password, "role": "admin"}
+        )
+        created.raise_for_status()
+        login = client.post("/auth/login", json={"username": "schemathesis", "password": password})
+        login.raise_for_status()
+    return str(login.json()["token"])
 
 
-def run_config(directory: Path, max_steps: int) -> Path:
-    """The checked-in configuration with this run's stateful step budget."""
+def run_config(directory: Path, max_steps: int, token: str) -> Path:
+    """The checked-in configuration with this run's step budget and credentials."""
     text = CONFIG.read_text().replace(
         "[phases.stateful]\n", f"[phases.stateful]\nmax-steps = {max_steps}\n", 1
     )
+    text += f'\n[auth.openapi.bearerAuth]\nbearer = "{token}"\n'
     path = directory / "schemathesis.toml"
     path.write_text(text)
     return path
@@ -85,19 +94,18 @@ def run(
 ) -> Figures:
     """One deterministic schemathesis run against ``server``; its figures."""
     report = directory / "events.ndjson"
+    token = fuzzer_token(server)
     command = [
         sys.executable,
         "-m",
         "schemathesis.cli",
         "--config-file",
-        str(run_config(directory, max_steps)),
+        str(run_config(directory, max_steps, token)),
         "--no-color",
         "run",
         f"{server.api}/openapi.json",
         "--url",
         server.url,
-        "--header",
-        f"Authorization: {fuzzer_authorization(server)}",
         "--phases",
         PHASES,
         "--max-examples",
@@ -126,6 +134,9 @@ def run(
     figures = read_report(report)
     figures.exit_code = completed.returncode
     figures.output = completed.stdout + completed.stderr
+    figures.token = token
+    covered = re.search(r"API Links:\s+(\d+) covered", figures.output)
+    figures.links_covered = int(covered.group(1)) if covered else 0
     return figures
 
 
