@@ -67,7 +67,7 @@ def check_run(server: ServerProcess, figures: strun.Figures) -> None:
 def test_bounded_run_finds_no_5xx_and_no_schema_violation(
     live_server: ServerProcess, tmp_path: Path
 ) -> None:
-    figures = strun.run(live_server, tmp_path, max_examples=5, max_steps=20, timeout=170)
+    figures = strun.run(live_server, tmp_path, max_examples=3, max_steps=15, timeout=280)
     check_run(live_server, figures)
 
 
