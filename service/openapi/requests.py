@@ -20,6 +20,7 @@ from service.media import video_params as video
 from service.media.images import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
 from service.multipart import MAX_PART_NUMBER
 from service.names import MAX_KEY_BYTES
+from service.objects import MAX_METADATA_BYTES
 from service.openapi.schemas import nullable
 
 BUCKET_NAME = {
@@ -43,7 +44,16 @@ OBJECT_KEY = {
 ANY_STRING = {"type": "string"}
 NON_EMPTY = {"type": "string", "minLength": 1}
 EXPIRES_IN = {"type": "integer", "minimum": MIN_EXPIRES_IN, "maximum": MAX_EXPIRES_IN}
-QUOTA = nullable({"type": "integer", "minimum": 0, "maximum": 2**63 - 1})
+INT64_MAX = 2**63 - 1
+"""Integers the journal stores; the contract's bound where the server names none."""
+QUOTA = nullable({"type": "integer", "minimum": 0, "maximum": INT64_MAX})
+CUSTOM_METADATA = {
+    "type": "object",
+    "description": "Names are HTTP token characters (stored lowercased), values UTF-8 "
+    f"without control characters; at most {MAX_METADATA_BYTES} bytes in all.",
+    "propertyNames": {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$"},
+    "additionalProperties": {"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f]*$"},
+}
 TAGS = {
     "type": "object",
     "maxProperties": MAX_TAGS,
@@ -135,10 +145,8 @@ def request_schemas() -> dict[str, Any]:
                 "bucket": ANY_STRING,
                 "key": OBJECT_KEY,
                 "content_type": nullable(ANY_STRING),
-                "custom_metadata": nullable(
-                    {"type": "object", "additionalProperties": {"type": "string"}}
-                ),
-                "size_bytes": nullable({"type": "integer", "minimum": 0}),
+                "custom_metadata": nullable(CUSTOM_METADATA),
+                "size_bytes": nullable({"type": "integer", "minimum": 0, "maximum": INT64_MAX}),
             },
             ("bucket", "key"),
         ),
