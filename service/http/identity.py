@@ -39,6 +39,7 @@ from service.auth import (
 )
 from service.auth.passwords import MAX_PASSWORD_CHARS
 from service.buckets import outcome_error, require_bucket
+from service.http.authn import BEARER_CHALLENGE
 from service.http.base import ApiHandler
 from service.meta import AccessKey, MetaState, User, events
 from service.names import key_problem
@@ -107,7 +108,8 @@ class LoginHandler(ApiHandler):
         wait = ctx.login_throttle.check(username, address, now)
         if wait > 0:
             raise UnauthorizedError(
-                "too many failed logins; retry later", headers={"Retry-After": str(int(wait) + 1)}
+                "too many failed logins; retry later",
+                headers={**BEARER_CHALLENGE, "Retry-After": str(int(wait) + 1)},
             )
         user = ctx.engine.state.user_by_username(username)
         # No stored password is longer, so an overlong one is wrong without an Argon2 run.
@@ -118,7 +120,7 @@ class LoginHandler(ApiHandler):
             # Counted from now, not from the request's start: the Argon2 run must not eat
             # into the lockout it triggers.
             ctx.login_throttle.record_failure(username, address, time.time())
-            raise UnauthorizedError("wrong username or password")
+            raise UnauthorizedError("wrong username or password", headers=BEARER_CHALLENGE)
         if user.status != "active":
             raise AccountDisabledError()
         ctx.login_throttle.record_success(username)

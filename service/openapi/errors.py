@@ -67,7 +67,9 @@ def _envelope(code: dict[str, Any]) -> dict[str, Any]:
 EXTRA_HEADERS: dict[int, dict[str, Any]] = {
     401: {
         "WWW-Authenticate": {
-            "description": "The schemes the server accepts: Basic and Bearer.",
+            "description": '`Bearer realm="service"` to a failed login or a request that '
+            "carried a Bearer token (no browser dialog); both schemes, Basic and Bearer, "
+            "otherwise.",
             "required": True,
             "schema": {"type": "string"},
         },
