@@ -72,8 +72,9 @@ def test_bounded_run_finds_no_5xx_and_no_schema_violation(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3300)
 def test_long_run_finds_no_5xx_and_no_schema_violation(
     live_server: ServerProcess, tmp_path: Path
 ) -> None:
-    figures = strun.run(live_server, tmp_path, max_examples=200, max_steps=200, timeout=3000)
+    figures = strun.run(live_server, tmp_path, max_examples=200, max_steps=200, timeout=3200)
     check_run(live_server, figures)
