@@ -23,6 +23,7 @@ table{border-collapse:collapse;margin:.4rem 0}td,th{border:1px solid #dde;paddin
 text-align:left;vertical-align:top}p{margin:.4rem 0}
 """
 METHODS = ("get", "head", "post", "put", "patch", "delete")
+BOUNDS = ("minimum", "maximum", "minLength", "maxLength", "pattern")
 
 
 def _e(value: object) -> str:
@@ -30,18 +31,44 @@ def _e(value: object) -> str:
 
 
 def _name(schema: dict[str, Any] | None) -> str:
-    """A short name for a schema: its reference, type or enum."""
+    """A short description of a schema, as HTML: a link to a named schema, an enum, or a
+    type with its bounds."""
     if not schema:
         return ""
     if "$ref" in schema:
-        return str(schema["$ref"]).rsplit("/", 1)[-1]
+        name = _e(str(schema["$ref"]).rsplit("/", 1)[-1])
+        return f'<a href="#schema-{name}">{name}</a>'
     if "enum" in schema:
-        return " | ".join(str(value) for value in schema["enum"])
+        return _e(" | ".join(str(value) for value in schema["enum"]))
     if "anyOf" in schema:
         return " or ".join(_name(option) for option in schema["anyOf"])
     kind = str(schema.get("type", "any"))
-    bounds = [f"{k} {schema[k]}" for k in ("minimum", "maximum", "pattern") if k in schema]
-    return kind + (f" ({', '.join(bounds)})" if bounds else "")
+    if kind == "array":
+        return "array of " + _name(schema.get("items"))
+    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return "object of " + _name(schema["additionalProperties"])
+    bounds = [f"{k} {schema[k]}" for k in BOUNDS if k in schema]
+    return _e(kind + (f" ({', '.join(bounds)})" if bounds else ""))
+
+
+def _schema(name: str, schema: dict[str, Any]) -> str:
+    """One named schema: its properties, which are required, and whether others may come."""
+    out = [f'<h3 id="schema-{_e(name)}">{_e(name)}</h3>']
+    if schema.get("description"):
+        out.append(f"<p>{_e(schema['description'])}</p>")
+    properties = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    if properties:
+        out.append("<table><tr><th>field</th><th>schema</th><th></th></tr>")
+        for field, sub in properties.items():
+            mark = "required" if field in required else ""
+            out.append(
+                f"<tr><td><code>{_e(field)}</code></td><td>{_name(sub)}</td><td>{mark}</td></tr>"
+            )
+        out.append("</table>")
+    if schema.get("additionalProperties") is False:
+        out.append("<p>No other fields.</p>")
+    return "\n".join(out)
 
 
 def _resolve(document: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
@@ -71,24 +98,25 @@ def _operation(document: dict[str, Any], path: str, method: str, op: dict[str, A
             required = " (required)" if p.get("required") else ""
             out.append(
                 f"<tr><td><code>{_e(p['name'])}</code>{required}</td><td>{_e(p['in'])}</td>"
-                f"<td>{_e(_name(p.get('schema')))}</td><td>{_e(p.get('description', ''))}</td>"
+                f"<td>{_name(p.get('schema'))}</td><td>{_e(p.get('description', ''))}</td>"
                 "</tr>"
             )
         out.append("</table>")
     body = op.get("requestBody")
     if body:
         kinds = ", ".join(
-            f"{media} {_name(content.get('schema'))}" for media, content in body["content"].items()
+            f"{_e(media)} {_name(content.get('schema'))}"
+            for media, content in body["content"].items()
         )
-        out.append(f"<p>Body: <code>{_e(kinds)}</code></p>")
+        out.append(f"<p>Body: <code>{kinds}</code></p>")
     out.append("<table><tr><th>status</th><th>answer</th><th>body</th></tr>")
     for status, response in op["responses"].items():
         response = _resolve(document, response)
         content = response.get("content", {})
-        bodies = ", ".join(f"{media} {_name(c.get('schema'))}" for media, c in content.items())
+        bodies = ", ".join(f"{_e(media)} {_name(c.get('schema'))}" for media, c in content.items())
         out.append(
             f"<tr><td>{_e(status)}</td><td>{_e(response.get('description', ''))}</td>"
-            f"<td><code>{_e(bodies)}</code></td></tr>"
+            f"<td><code>{bodies}</code></td></tr>"
         )
     out.append("</table></details>")
     return "\n".join(out)
@@ -114,6 +142,9 @@ def render_html(document: dict[str, Any]) -> str:
     for tag, operations in sections.items():
         body.append(f"<h2>{_e(tag)}</h2>")
         body.extend(operations)
+    body.append("<h2>schemas</h2>")
+    for name, schema in document["components"]["schemas"].items():
+        body.append(_schema(name, schema))
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         f"<title>{_e(info['title'])} API</title><style>{STYLE}</style></head><body>"
