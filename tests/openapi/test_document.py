@@ -51,6 +51,16 @@ def test_document_names_exactly_the_methods_of_each_route(route: str) -> None:
     assert documented_routes()[route] == served_routes()[route]
 
 
+def test_public_routes_and_only_they_need_no_credentials() -> None:
+    """Public handlers (health, login, share playback, the document) are documented with
+    ``security: [{}]``; every other operation names at least one credential."""
+    paths = openapi_document()["paths"]
+    for _, handler in handler_table():
+        for method, operation in paths[handler.route_name].items():
+            public = operation["security"] == [{}]
+            assert public == handler.public, f"{method} {handler.route_name}"
+
+
 def test_route_templates_match_the_handlers_patterns() -> None:
     """A template's parameters are the named groups of the route's pattern."""
     for pattern, handler in handler_table():
