@@ -64,7 +64,7 @@ class MultipartListHandler(ApiHandler):
     SUPPORTED_METHODS = ("GET",)
 
     def get(self) -> None:
-        bucket = self.get_query_argument("bucket", None)
+        bucket = self.get_query_argument("bucket", None, strip=False)
         if not bucket:
             raise ApiError("InvalidArgument", "the bucket query parameter is required")
         self.authorize(Action.MULTIPART_LIST, bucket=bucket)
