@@ -35,6 +35,10 @@ Every response carries `X-Request-Id`; every error with a body is
 `{"error": {"code", "message", "request_id"}}`, its `code` one of its status's codes.
 Timestamps are RFC 3339 UTC with milliseconds. Custom metadata travels as
 `X-Meta-<name>` headers on object PUT and reads (a header family OpenAPI cannot name).
+
+CORS (`SERVICE_CORS_ORIGINS`): an allowed origin gets `Access-Control-Allow-Origin` on every
+answer, and a preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`) on any
+`/api/v1` path is answered before routing; preflights are not listed as operations.
 """
 
 PRESIGN_NOTE = (

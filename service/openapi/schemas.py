@@ -274,7 +274,13 @@ def resource_schemas() -> dict[str, Any]:
         "SessionWithParts": closed(
             {**SESSION_FIELDS, "parts": {"type": "array", "items": ref("Part")}}
         ),
-        "SessionList": list_of("uploads", "Session"),
+        "SessionList": closed(
+            {
+                "uploads": {"type": "array", "items": ref("Session")},
+                "next_cursor": nullable({"type": "string"}),
+            },
+            optional=("next_cursor",),
+        ),
         "Part": PART,
         "OptimizedImage": closed(
             {
