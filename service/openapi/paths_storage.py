@@ -24,6 +24,7 @@ from service.openapi.operations import (
     query_param,
     ref_param,
 )
+from service.openapi.requests import OBJECT_KEY
 from service.openapi.schemas import SHA256_HEX
 
 API = "/api/v1"
@@ -53,7 +54,7 @@ def parameter_components() -> dict[str, Any]:
         "bucket": path_param("bucket", "The bucket's name."),
         "key": {
             **path_param("key", "The object key: the percent-encoded rest of the path."),
-            "schema": {"type": "string", "minLength": 1, "maxLength": 1024},
+            "schema": OBJECT_KEY,
         },
     }
 
