@@ -38,6 +38,7 @@ from service.http.multipart_handlers import (
 )
 from service.http.object_handlers import ObjectHandler
 from service.http.object_reads import ObjectReadRouter, resolve_object_read
+from service.http.openapi_handlers import DocsHandler, OpenApiHandler
 from service.http.preflight import ROUTE as PREFLIGHT_ROUTE
 from service.http.preflight import PreflightRouter
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
@@ -94,6 +95,8 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (r"/", ConsoleRedirectHandler),
         (r"/console", ConsoleRedirectHandler),
         (r"/console/(?P<path>.*)", ConsoleFileHandler),
+        (rf"{API}/openapi\.json", OpenApiHandler),
+        (rf"{API}/docs", DocsHandler),
     ]
 
 

@@ -39,6 +39,9 @@ from service.meta import MetaState, User
 from service.timefmt import now_ms
 
 PRESIGN_PARAMS = ("X-Expires", "X-Credential", "X-Signature")
+BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="service"'}
+"""The challenge of a failed login and of a 401 to a Bearer token: never Basic, so a
+browser page never gets the browser's own credentials dialog (the contract)."""
 
 BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="service"'}
 """The challenge of a failed login and of a 401 to a request that carried a Bearer token.
@@ -49,10 +52,10 @@ or no credentials get both schemes (``service.auth.auth_errors.WWW_AUTHENTICATE`
 """
 
 
-def _active_user(state: MetaState, user_id: str) -> User:
+def _active_user(state: MetaState, user_id: str, challenge: dict[str, str] | None = None) -> User:
     user = state.get_user(user_id)
     if user is None:
-        raise UnauthorizedError()
+        raise UnauthorizedError(headers=challenge)
     if user.status != "active":
         raise AccountDisabledError()
     return user
@@ -98,15 +101,19 @@ def _authenticate(
         claims = verify_token(server_secret, token, time.time())
         if isinstance(claims, TokenError):
             raise UnauthorizedError(
-                "the token has expired" if claims is TokenError.EXPIRED else None
+                "the token has expired" if claims is TokenError.EXPIRED else None,
+                headers=BEARER_CHALLENGE,
             )
-        user = _active_user(state, claims.user_id)
+        user = _active_user(state, claims.user_id, BEARER_CHALLENGE)
         # Logging out everywhere is a password change: it bumps ``updated_at`` (as a role or
         # status change does), and a token issued before that is no longer good.
         if user.updated_at > claims.issued_at * 1000:
-            raise UnauthorizedError("the token was issued before the account last changed")
+            raise UnauthorizedError(
+                "the token was issued before the account last changed", headers=BEARER_CHALLENGE
+            )
         return _principal(user, user.user_id, "token")
-    raise UnauthorizedError()
+    bearer = header.split(" ", 1)[0].lower() == "bearer"
+    raise UnauthorizedError(headers=BEARER_CHALLENGE if bearer else None)
 
 
 def is_presigned(request: HTTPServerRequest) -> bool:

@@ -94,6 +94,11 @@ class ApiHandler(tornado.web.RequestHandler):
     """Served without credentials (health, presigned and share requests decide themselves)."""
     principal: Principal
 
+    @classmethod
+    def allowed_methods(cls) -> tuple[str, ...]:
+        """The methods this route answers (the ``Allow`` header of its 405s)."""
+        return cls.SUPPORTED_METHODS
+
     def initialize(self, ctx: AppContext) -> None:
         self.ctx = ctx
         self.started_at = time.perf_counter()
@@ -237,7 +242,9 @@ class ApiHandler(tornado.web.RequestHandler):
             code = _TORNADO_STATUS_CODES.get(status_code)
             if code is None:
                 code = "InternalError" if status_code >= 500 else "InvalidArgument"
-            self.send_api_error(ApiError(code, error.reason or self._reason))
+            # RFC 9110 section 15.5.6: a 405 lists the methods the route answers.
+            headers = {"Allow": ", ".join(self.allowed_methods())} if status_code == 405 else {}
+            self.send_api_error(ApiError(code, error.reason or self._reason, headers=headers))
             return
         self.send_api_error(ApiError("InternalError", "internal error"))
 

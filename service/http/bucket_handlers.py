@@ -1,7 +1,9 @@
 """Bucket endpoints and listings: ``/api/v1/buckets[/{bucket}[/objects|/versions]]``.
 
 Listing cursors are opaque to clients: URL-safe base64 of a small JSON document naming the
-last item returned, so a page costs O(log n + page) on the sorted key index.
+last item returned, so a page costs O(log n + page) on the sorted key index. Query values
+are taken as given, never stripped: keys may start or end with spaces, so may a prefix or a
+delimiter.
 
 Thread-safety: event-loop thread only.
 """
@@ -93,10 +95,10 @@ class ObjectListHandler(ApiHandler):
     def get(self, bucket: str) -> None:
         self.authorize(Action.OBJECT_LIST, bucket=bucket)
         require_bucket(self.ctx.engine, bucket)
-        prefix = self.get_query_argument("prefix", "")
-        delimiter = self.get_query_argument("delimiter", "") or None
+        prefix = self.get_query_argument("prefix", "", strip=False)
+        delimiter = self.get_query_argument("delimiter", "", strip=False) or None
         limit = parse_limit(self.get_query_argument("limit", None, strip=False))
-        cursor = self.get_query_argument("cursor", "") or None
+        cursor = self.get_query_argument("cursor", "", strip=False) or None
         start_after = None
         if cursor is not None:
             marker = decode_cursor(cursor)
@@ -124,9 +126,9 @@ class VersionListHandler(ApiHandler):
     def get(self, bucket: str) -> None:
         self.authorize(Action.OBJECT_LIST, bucket=bucket)
         require_bucket(self.ctx.engine, bucket)
-        prefix = self.get_query_argument("prefix", "")
+        prefix = self.get_query_argument("prefix", "", strip=False)
         limit = parse_limit(self.get_query_argument("limit", None, strip=False))
-        cursor = self.get_query_argument("cursor", "") or None
+        cursor = self.get_query_argument("cursor", "", strip=False) or None
         start_after = None
         if cursor is not None:
             marker = decode_cursor(cursor)

@@ -75,13 +75,13 @@ class MultipartListHandler(ApiHandler):
     def get(self) -> None:
         """Open sessions of a bucket by key, then age: ``limit`` (1..1000) per page, and
         ``next_cursor`` to resume after the page, like the object listing."""
-        bucket = self.get_query_argument("bucket", None)
+        bucket = self.get_query_argument("bucket", None, strip=False)
         if not bucket:
             raise ApiError("InvalidArgument", "the bucket query parameter is required")
         self.authorize(Action.MULTIPART_LIST, bucket=bucket)
         require_bucket(self.ctx.engine, bucket)
         limit = parse_limit(self.get_query_argument("limit", None, strip=False))
-        after = session_marker(self.get_query_argument("cursor", "") or None)
+        after = session_marker(self.get_query_argument("cursor", "", strip=False) or None)
         now = now_ms()
         sessions = [
             session

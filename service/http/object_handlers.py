@@ -89,6 +89,10 @@ class ObjectHandler(StreamingBodyHandler):
 
     intent: PutIntent | None = None
 
+    @classmethod
+    def allowed_methods(cls) -> tuple[str, ...]:
+        return ("GET", "HEAD", *cls.ALLOWED_METHODS)
+
     async def prepare_request(self) -> None:
         self.bucket_name = self.path_kwargs["bucket"]
         self.key = self.path_kwargs["key"]

@@ -48,6 +48,10 @@ class StreamingBodyHandler(ApiHandler):
     ALLOWED_METHODS: tuple[str, ...] = ()
     """The methods this route answers; the rest are 405 (see the class docstring)."""
 
+    @classmethod
+    def allowed_methods(cls) -> tuple[str, ...]:
+        return cls.ALLOWED_METHODS
+
     upload: StagingUpload | None = None
     received = 0
     room: int | None = None

@@ -151,8 +151,8 @@ class JobsHandler(VideoHandler):
         self.send_job(202, job)
 
     def get(self) -> None:
-        bucket = self.get_query_argument("bucket", None) or None
-        status = self.get_query_argument("status", None) or None
+        bucket = self.get_query_argument("bucket", None, strip=False) or None
+        status = self.get_query_argument("status", None, strip=False) or None
         if status is not None and status not in events.JOB_STATUSES:
             raise ApiError(
                 "InvalidArgument", f"status must be one of {', '.join(events.JOB_STATUSES)}"

@@ -90,14 +90,14 @@ def anonymous(server: ServerProcess) -> httpx.Client:
 
 
 def assert_unauthorized(response: httpx.Response) -> None:
-    """401 Unauthorized with the contract's challenge: a failed login and a request that
-    carried a Bearer token are offered Bearer only (no browser credentials dialog), the rest
-    both schemes."""
+    """401 Unauthorized with the contract's challenge: Bearer alone to a failed login or a
+    request that carried a Bearer token (no browser dialog), else both schemes."""
     assert_error(response, 401, "Unauthorized")
     challenge = response.headers.get("WWW-Authenticate", "")
-    sent = response.request.headers.get("Authorization", "")
-    if response.request.url.path.endswith("/auth/login") or sent.lower().startswith("bearer"):
-        assert challenge.startswith("Bearer") and "Basic" not in challenge, challenge
+    request = response.request
+    sent = request.headers.get("Authorization", "").split(" ", 1)[0].lower()
+    if request.url.path.endswith("/auth/login") or sent == "bearer":
+        assert challenge == 'Bearer realm="service"'
     else:
         assert "Basic" in challenge and "Bearer" in challenge
 

@@ -1,0 +1,259 @@
+"""Request body schemas of the OpenAPI document, as strict as the server's parsers.
+
+Each schema states what the handler accepts: required fields, types, bounds, and
+``additionalProperties: false`` exactly where the handler refuses unknown fields (bucket
+create/update, user and access-key PATCH); elsewhere unknown fields are ignored and the
+schema says so. Bounds come from the server's own constants, so they cannot drift.
+
+Pure: JSON-ready dicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.auth.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS
+from service.auth.presign import MAX_EXPIRES_IN, MIN_EXPIRES_IN
+from service.buckets import MAX_TAG_CHARS, MAX_TAGS
+from service.header_fields import MAX_METADATA_BYTES
+from service.http.identity import MAX_KEY_NAME
+from service.media import video_params as video
+from service.media.images import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
+from service.multipart import MAX_PART_NUMBER
+from service.names import MAX_KEY_BYTES
+from service.openapi.schemas import nullable
+
+BUCKET_NAME = {
+    "type": "string",
+    "minLength": 3,
+    "maxLength": 63,
+    "pattern": (
+        "^(?!.*\\.\\.)(?![0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}$)"
+        "[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+    ),
+    "description": "3 to 63 of `a-z 0-9 . -`, starting and ending with a letter or digit, "
+    "no two adjacent periods, not shaped like an IPv4 address.",
+}
+OBJECT_KEY = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_KEY_BYTES,
+    "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]+$",
+    "description": f"1 to {MAX_KEY_BYTES} bytes of UTF-8, no NUL or control characters.",
+}
+ANY_STRING = {"type": "string"}
+NON_EMPTY = {"type": "string", "minLength": 1}
+EXPIRES_IN = {"type": "integer", "minimum": MIN_EXPIRES_IN, "maximum": MAX_EXPIRES_IN}
+INT64_MAX = 2**63 - 1
+"""Integers the journal stores; the contract's bound where the server names none."""
+QUOTA = nullable({"type": "integer", "minimum": 0, "maximum": INT64_MAX})
+CUSTOM_METADATA = {
+    "type": "object",
+    "description": "Names are HTTP token characters (stored lowercased), values UTF-8 "
+    f"without control characters; at most {MAX_METADATA_BYTES} bytes in all.",
+    "propertyNames": {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$"},
+    "additionalProperties": {"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f]*$"},
+}
+TAGS = {
+    "type": "object",
+    "maxProperties": MAX_TAGS,
+    "propertyNames": {"minLength": 1, "maxLength": MAX_TAG_CHARS},
+    "additionalProperties": {"type": "string", "maxLength": MAX_TAG_CHARS},
+}
+PASSWORD = {
+    "type": "string",
+    "minLength": MIN_PASSWORD_CHARS,
+    "maxLength": MAX_PASSWORD_CHARS,
+    "pattern": "\\S",
+    "description": "Not only whitespace.",
+}
+ROLE = {"type": "string", "enum": ["admin", "user"]}
+IMAGE_SIDE = nullable({"type": "integer", "minimum": 1, "maximum": MAX_DIMENSION})
+
+
+def body(
+    properties: dict[str, Any], required: tuple[str, ...] = (), *, closed: bool = False
+) -> dict[str, Any]:
+    """A JSON object body; ``closed`` when the server refuses unknown fields (400)."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = not closed
+    return schema
+
+
+def request_schemas() -> dict[str, Any]:
+    """``components.schemas`` of every JSON request body."""
+    low, high = QUALITY_RANGE
+    return {
+        "BucketCreate": body(
+            {
+                "name": BUCKET_NAME,
+                "quota_bytes": QUOTA,
+                "versioning_enabled": {"type": "boolean"},
+                "tags": TAGS,
+            },
+            ("name",),
+            closed=True,
+        ),
+        "BucketUpdate": body(
+            {"quota_bytes": QUOTA, "versioning_enabled": {"type": "boolean"}, "tags": TAGS},
+            closed=True,
+        ),
+        "LoginRequest": body(
+            {"username": ANY_STRING, "password": ANY_STRING}, ("username", "password")
+        ),
+        "UserCreate": body(
+            {
+                "username": {"type": "string", "pattern": "^[A-Za-z0-9._@-]{3,64}$"},
+                "password": PASSWORD,
+                "role": ROLE,
+            },
+            ("username", "password"),
+        ),
+        "UserUpdate": body(
+            {
+                "password": PASSWORD,
+                "status": {"type": "string", "enum": ["active", "disabled"]},
+                "role": ROLE,
+            },
+            closed=True,
+        ),
+        "AccessKeyCreate": body(
+            {
+                "user_id": {"type": "string", "description": "Default: the caller."},
+                "name": {"type": "string", "maxLength": MAX_KEY_NAME},
+            }
+        ),
+        "AccessKeyUpdate": body(
+            {"status": {"type": "string", "enum": ["active", "revoked"]}},
+            ("status",),
+            closed=True,
+        ),
+        "PresignRequest": body(
+            {
+                "bucket": ANY_STRING,
+                "key": OBJECT_KEY,
+                "method": {"type": "string", "enum": ["GET", "PUT", "HEAD"], "default": "GET"},
+                "expires_in": {**EXPIRES_IN, "default": 3600},
+                "content_type": nullable(ANY_STRING),
+            },
+            ("bucket", "key"),
+        ),
+        "MultipartInit": body(
+            {
+                "bucket": ANY_STRING,
+                "key": OBJECT_KEY,
+                "content_type": nullable(ANY_STRING),
+                "custom_metadata": nullable(CUSTOM_METADATA),
+                "size_bytes": nullable({"type": "integer", "minimum": 0, "maximum": INT64_MAX}),
+            },
+            ("bucket", "key"),
+        ),
+        "MultipartComplete": body(
+            {
+                "parts": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": MAX_PART_NUMBER,
+                    "description": "Strictly ascending part numbers (else 400 "
+                    "InvalidPartOrder); may name a subset of the stored parts.",
+                    "items": body(
+                        {
+                            "part_number": {
+                                "type": "integer",
+                                "minimum": 1,
+                                "maximum": MAX_PART_NUMBER,
+                            },
+                            "etag": ANY_STRING,
+                        },
+                        ("part_number", "etag"),
+                    ),
+                }
+            },
+            ("parts",),
+        ),
+        "ImageOptimize": body(
+            {
+                "bucket": ANY_STRING,
+                "key": ANY_STRING,
+                "width": IMAGE_SIDE,
+                "height": IMAGE_SIDE,
+                "fit": nullable({"type": "string", "enum": list(FITS)}),
+                "format": nullable({"type": "string", "enum": [*FORMATS, "jpg"]}),
+                "quality": nullable({"type": "integer", "minimum": low, "maximum": high}),
+                "enlarge": nullable({"type": "boolean"}),
+                "target_key": nullable(OBJECT_KEY),
+                "custom_metadata": nullable(CUSTOM_METADATA),
+            },
+            ("bucket", "key"),
+        ),
+        "ThumbnailRequest": body(
+            {
+                "bucket": NON_EMPTY,
+                "key": NON_EMPTY,
+                "at_seconds": nullable(
+                    {"type": "number", "minimum": 0, "maximum": video.MAX_AT_SECONDS}
+                ),
+                "width": nullable(
+                    {"type": "integer", "minimum": 1, "maximum": video.MAX_THUMBNAIL_WIDTH}
+                ),
+                "format": nullable({"type": "string", "enum": list(video.THUMBNAIL_FORMATS)}),
+                "quality": nullable({"type": "integer", "minimum": 1, "maximum": 100}),
+                "target_key": nullable(OBJECT_KEY),
+                "custom_metadata": nullable(CUSTOM_METADATA),
+            },
+            ("bucket", "key"),
+        ),
+        "JobCreate": body(
+            {
+                "bucket": NON_EMPTY,
+                "key": NON_EMPTY,
+                "formats": {
+                    "type": "array",
+                    "minItems": 1,
+                    "uniqueItems": True,
+                    "items": {"type": "string", "enum": list(video.PACKAGING_FORMATS)},
+                },
+                "renditions": nullable(
+                    {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": video.MAX_RENDITIONS,
+                        "description": "Heights must differ.",
+                        "items": body(
+                            {
+                                "height": {
+                                    "type": "integer",
+                                    "minimum": video.MIN_HEIGHT,
+                                    "maximum": video.MAX_HEIGHT,
+                                },
+                                "video_bitrate_kbps": nullable(
+                                    {
+                                        "type": "integer",
+                                        "minimum": video.MIN_BITRATE_KBPS,
+                                        "maximum": video.MAX_BITRATE_KBPS,
+                                    }
+                                ),
+                            },
+                            ("height",),
+                            closed=True,
+                        ),
+                    }
+                ),
+                "segment_seconds": nullable(
+                    {
+                        "type": "number",
+                        "minimum": video.MIN_SEGMENT_SECONDS,
+                        "maximum": video.MAX_SEGMENT_SECONDS,
+                    }
+                ),
+                "hls_segment_type": nullable(
+                    {"type": "string", "enum": list(video.HLS_SEGMENT_TYPES)}
+                ),
+                "output_prefix": nullable({**OBJECT_KEY, "maxLength": video.MAX_PREFIX_BYTES - 1}),
+            },
+            ("bucket", "key", "formats"),
+        ),
+        "ShareCreate": body({"job_id": NON_EMPTY, "expires_in": nullable(EXPIRES_IN)}, ("job_id",)),
+    }
