@@ -17,6 +17,7 @@ from service import __version__
 from service.openapi.errors import error_responses, error_schemas
 from service.openapi.operations import REQUEST_ID
 from service.openapi.paths_accounts import account_paths, health_paths, system_paths
+from service.openapi.paths_console import console_paths
 from service.openapi.paths_media import image_paths, video_paths
 from service.openapi.paths_storage import (
     bucket_paths,
@@ -94,6 +95,7 @@ def openapi_document() -> dict[str, Any]:
         system_paths(),
         multipart_paths(),
         video_paths(),
+        console_paths(),
     ):
         paths.update(part)
     return {
@@ -107,7 +109,15 @@ def openapi_document() -> dict[str, Any]:
         "servers": [{"url": "/", "description": "This server."}],
         "tags": [
             {"name": name}
-            for name in ("buckets", "objects", "multipart", "media", "accounts", "diagnostics")
+            for name in (
+                "buckets",
+                "objects",
+                "multipart",
+                "media",
+                "accounts",
+                "diagnostics",
+                "console",
+            )
         ],
         "security": [{"basicAuth": []}, {"bearerAuth": []}],
         "paths": paths,
