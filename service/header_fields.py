@@ -45,6 +45,8 @@ _NAME = re.compile(_TOKEN)
 _MEDIA_TYPE = re.compile(
     rf"{_TOKEN}/{_TOKEN}(?:[ \t]*;[ \t]*{_TOKEN}=(?:{_TOKEN}|{_QUOTED}))*[ \t]*;?"
 )
+MEDIA_TYPE_PATTERN = _MEDIA_TYPE.pattern
+"""What a content type must match in full (the OpenAPI document states it too)."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _PLAIN = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?|")

@@ -46,6 +46,12 @@ OBJECT_WRITE_ERRORS = (400, 401, 403, 404, 409, 412, 413, 503, 507)
 BINARY = {"type": "string", "format": "binary"}
 ANY_BYTES = {"*/*": {"schema": BINARY}}
 OBJECT_SECURITY = [*AUTHENTICATED, PRESIGNED]
+LIMIT = query_param(
+    "limit",
+    f"Items per page, 1 to {MAX_LIST_LIMIT} (default {MAX_LIST_LIMIT}).",
+    {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT},
+)
+CURSOR = query_param("cursor", "`next_cursor` of the previous page (opaque).", {"type": "string"})
 
 
 def parameter_components() -> dict[str, Any]:
@@ -161,12 +167,8 @@ def bucket_paths() -> dict[str, Any]:
     listing = [
         BUCKET,
         query_param("prefix", "Only keys starting with this.", {"type": "string"}),
-        query_param(
-            "limit",
-            f"Items per page, 1 to {MAX_LIST_LIMIT} (default {MAX_LIST_LIMIT}).",
-            {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT},
-        ),
-        query_param("cursor", "`next_cursor` of the previous page (opaque).", {"type": "string"}),
+        LIMIT,
+        CURSOR,
     ]
     delimiter = query_param(
         "delimiter",
@@ -319,12 +321,16 @@ def multipart_paths() -> dict[str, Any]:
         f"{API}/multipart": {
             "get": operation(
                 "listUploads",
-                "Open multipart sessions of a bucket",
+                "Open multipart sessions of a bucket, a page at a time",
                 tag="multipart",
+                description="Sessions in key order, then oldest first; `next_cursor` is null "
+                "on the last page.",
                 parameters=[
                     query_param(
                         "bucket", "The bucket.", {"type": "string", "minLength": 1}, required=True
-                    )
+                    ),
+                    LIMIT,
+                    CURSOR,
                 ],
                 responses={200: ok("Open sessions.", "SessionList")},
                 errors=(400, 401, 403, 404),

@@ -15,13 +15,18 @@ from typing import Any
 from service.auth.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS
 from service.auth.presign import MAX_EXPIRES_IN, MIN_EXPIRES_IN
 from service.buckets import MAX_TAG_CHARS, MAX_TAGS
-from service.header_fields import MAX_METADATA_BYTES
+from service.header_fields import (
+    MAX_CONTENT_TYPE_CHARS,
+    MAX_METADATA_BYTES,
+    MEDIA_TYPE_PATTERN,
+)
 from service.http.identity import MAX_KEY_NAME
 from service.media import video_params as video
 from service.media.images import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
 from service.multipart import MAX_PART_NUMBER
 from service.names import MAX_KEY_BYTES
-from service.openapi.schemas import nullable
+from service.numbers import MAX_DIGITS
+from service.openapi.schemas import nullable, ref
 
 BUCKET_NAME = {
     "type": "string",
@@ -44,15 +49,36 @@ OBJECT_KEY = {
 ANY_STRING = {"type": "string"}
 NON_EMPTY = {"type": "string", "minLength": 1}
 EXPIRES_IN = {"type": "integer", "minimum": MIN_EXPIRES_IN, "maximum": MAX_EXPIRES_IN}
-INT64_MAX = 2**63 - 1
-"""Integers the journal stores; the contract's bound where the server names none."""
-QUOTA = nullable({"type": "integer", "minimum": 0, "maximum": INT64_MAX})
+JSON_INT_MAX = 10**MAX_DIGITS - 1
+"""The largest JSON integer the server reads (``service.http.json_body``: at most
+``MAX_DIGITS`` digits, within int64); a longer one is 400 InvalidArgument."""
+QUOTA = nullable({"type": "integer", "minimum": 0, "maximum": JSON_INT_MAX})
 CUSTOM_METADATA = {
     "type": "object",
     "description": "Names are HTTP token characters (stored lowercased), values UTF-8 "
     f"without control characters; at most {MAX_METADATA_BYTES} bytes in all.",
     "propertyNames": {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$"},
-    "additionalProperties": {"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f]*$"},
+    "additionalProperties": {"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"},
+}
+CONTENT_TYPE = {
+    "type": "string",
+    "maxLength": MAX_CONTENT_TYPE_CHARS,
+    "pattern": f"^(?:{MEDIA_TYPE_PATTERN})$",
+    "description": "A media type such as `text/plain; charset=utf-8`.",
+}
+ANY_JSON = {
+    "description": "Any JSON value the server reads: integers of at most "
+    f"{MAX_DIGITS} digits (numbers under 10^{MAX_DIGITS} in magnitude).",
+    "anyOf": [
+        {"type": ["string", "boolean", "null"]},
+        {
+            "type": "number",
+            "exclusiveMinimum": -(10**MAX_DIGITS),
+            "exclusiveMaximum": 10**MAX_DIGITS,
+        },
+        {"type": "array", "items": ref("AnyJson")},
+        {"type": "object", "additionalProperties": ref("AnyJson")},
+    ],
 }
 TAGS = {
     "type": "object",
@@ -78,7 +104,7 @@ def body(
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = list(required)
-    schema["additionalProperties"] = not closed
+    schema["additionalProperties"] = False if closed else ref("AnyJson")
     return schema
 
 
@@ -86,6 +112,7 @@ def request_schemas() -> dict[str, Any]:
     """``components.schemas`` of every JSON request body."""
     low, high = QUALITY_RANGE
     return {
+        "AnyJson": ANY_JSON,
         "BucketCreate": body(
             {
                 "name": BUCKET_NAME,
@@ -136,7 +163,7 @@ def request_schemas() -> dict[str, Any]:
                 "key": OBJECT_KEY,
                 "method": {"type": "string", "enum": ["GET", "PUT", "HEAD"], "default": "GET"},
                 "expires_in": {**EXPIRES_IN, "default": 3600},
-                "content_type": nullable(ANY_STRING),
+                "content_type": nullable(CONTENT_TYPE),
             },
             ("bucket", "key"),
         ),
@@ -144,9 +171,9 @@ def request_schemas() -> dict[str, Any]:
             {
                 "bucket": ANY_STRING,
                 "key": OBJECT_KEY,
-                "content_type": nullable(ANY_STRING),
+                "content_type": nullable(CONTENT_TYPE),
                 "custom_metadata": nullable(CUSTOM_METADATA),
-                "size_bytes": nullable({"type": "integer", "minimum": 0, "maximum": INT64_MAX}),
+                "size_bytes": nullable({"type": "integer", "minimum": 0, "maximum": JSON_INT_MAX}),
             },
             ("bucket", "key"),
         ),

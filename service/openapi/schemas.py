@@ -278,8 +278,7 @@ def resource_schemas() -> dict[str, Any]:
             {
                 "uploads": {"type": "array", "items": ref("Session")},
                 "next_cursor": nullable({"type": "string"}),
-            },
-            optional=("next_cursor",),
+            }
         ),
         "Part": PART,
         "OptimizedImage": closed(
