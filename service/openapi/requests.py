@@ -218,7 +218,7 @@ def request_schemas() -> dict[str, Any]:
         "ThumbnailRequest": body(
             {
                 "bucket": NON_EMPTY,
-                "key": NON_EMPTY,
+                "key": OBJECT_KEY,
                 "at_seconds": nullable(
                     {"type": "number", "minimum": 0, "maximum": video.MAX_AT_SECONDS}
                 ),
