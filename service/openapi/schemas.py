@@ -232,6 +232,12 @@ def resource_schemas() -> dict[str, Any]:
     version = dict(OBJECT_FIELDS)
     version["is_latest"] = {"type": "boolean"}
     version["is_delete_marker"] = {"type": "boolean"}
+    for name in ("etag", "sha256_checksum"):
+        version[name] = {
+            "type": "string",
+            "pattern": "^(?:[0-9a-f]{64})?$",
+            "description": "Hex SHA-256 of the bytes; empty for a delete marker.",
+        }
     return {
         "Health": closed(
             {
