@@ -28,6 +28,7 @@ from service.http.identity import (
     UsersHandler,
 )
 from service.http.image_handlers import ImageHandler, ImageOptimizeHandler
+from service.http.lifecycle_handlers import BucketLifecycleHandler, LifecycleRunHandler
 from service.http.multipart_handlers import (
     MultipartCompleteHandler,
     MultipartInitHandler,
@@ -88,6 +89,8 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/videos/shares", SharesHandler),
         (rf"{API}/videos/shares/(?P<share_id>[^/]+)", ShareHandler),
         (PLAY, PlayOtherMethodsHandler),
+        (rf"{API}/buckets/{BUCKET}/lifecycle", BucketLifecycleHandler),
+        (rf"{API}/system/lifecycle/run", LifecycleRunHandler),
     ]
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from service.auth import LoginThrottle
 from service.config import Config
 from service.engine import Engine
+from service.lifecycle import LifecycleRunner
 from service.media.image_variants import ImageVariants
 from service.media.video_runner import VideoJobRunner
 from service.media.video_thumbnail import ThumbnailMaker
@@ -68,6 +69,8 @@ class AppContext:
         self.video_thumbnails = ThumbnailMaker(
             engine, max_pixels=config.image_max_pixels, concurrency=os.cpu_count() or 1
         )
+        self.lifecycle = LifecycleRunner(engine, config.lifecycle_pass_pause)
+        """Applies the buckets' lifecycle rules (``service.lifecycle``)."""
 
     async def wait_for_requests(self, timeout: float) -> bool:
         """Wait until no request is in flight; False if ``timeout`` seconds pass first."""

@@ -31,6 +31,7 @@ from service.meta import events
 from service.multipart import reap_expired_uploads
 from service.observability import BucketUsage, Metrics, PerformanceRecorder, configure_logging
 from service.timefmt import now_ms
+from service.upkeep_metrics import UpkeepCollector
 
 log = logging.getLogger("service")
 
@@ -107,6 +108,8 @@ async def serve(config: Config) -> None:
     ctx = AppContext(config, engine, metrics, PerformanceRecorder(), server_secret)
     await ctx.video_jobs.start()
     engine.add_background_job(SHARE_REAP_SECONDS, lambda: reap_expired_shares(engine))
+    engine.add_background_job(config.lifecycle_interval, ctx.lifecycle.run_pass)
+    metrics.registry.register(UpkeepCollector(ctx.lifecycle))
     server = make_http_server(make_app(ctx), config)
     server.listen(config.port, address=config.host)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)

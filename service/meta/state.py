@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sortedcontainers import SortedDict, SortedList
@@ -40,6 +40,7 @@ from sortedcontainers import SortedDict, SortedList
 from service.meta import events, fields, listing
 from service.meta.accounts import Accounts
 from service.meta.fields import MalformedEventError
+from service.meta.lifecycle_state import Lifecycle
 from service.meta.model import (
     NULL_VERSION_ID,
     AccessKey,
@@ -55,6 +56,7 @@ from service.meta.model import (
     VideoJob,
     VideoShare,
 )
+from service.meta.notification_state import Notifications
 from service.meta.outcome import Outcome, accepted, rejected
 from service.meta.video_state import Media
 
@@ -83,6 +85,8 @@ class FrozenState:
     anomalies: dict[str, int]
     video_jobs: dict[str, VideoJob]
     video_shares: dict[str, VideoShare]
+    lifecycle: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    notifications: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def _delete_marker(bucket: str, key: str, version_id: str | None, at: int) -> ObjectVersion:
@@ -116,6 +120,8 @@ class MetaState:
         self._accounts = Accounts()
         self._media = Media(self._buckets.__contains__)
         self._anomalies: dict[str, int] = {}
+        self._lifecycle = Lifecycle(self._buckets.__contains__)
+        self._notifications = Notifications(self._buckets.__contains__)
         self._handlers: dict[str, Handler] = {
             events.SERVER_INITIALIZED: self._server_initialized,
             events.BUCKET_CREATED: self._bucket_created,
@@ -129,6 +135,8 @@ class MetaState:
             events.UPLOAD_ABORTED: self._upload_aborted,
             **self._accounts.handlers(),
             **self._media.handlers(),
+            **self._lifecycle.handlers(),
+            **self._notifications.handlers(),
         }
 
     # -- images -------------------------------------------------------------------------
@@ -152,6 +160,8 @@ class MetaState:
             anomalies=dict(self._anomalies),
             video_jobs=jobs,
             video_shares=shares,
+            lifecycle=self._lifecycle.images(),
+            notifications=self._notifications.images(),
         )
 
     @classmethod
@@ -162,6 +172,8 @@ class MetaState:
         state._accounts.load(image.users, image.access_keys, image.key_last_used)
         state._anomalies = dict(image.anomalies)
         state._media.load(image.video_jobs, image.video_shares)
+        state._lifecycle.load(image.lifecycle)
+        state._notifications.load(image.notifications)
         for name, bucket in image.buckets.items():
             state._add_bucket(bucket)
             _, versions_by_key = image.objects.get(name, ([], {}))
@@ -301,6 +313,8 @@ class MetaState:
         outcome = self._bucket_deleted(event)
         if outcome.ok:
             self._media.forget_bucket(fields.text(event, "name"))
+            self._lifecycle.forget_bucket(fields.text(event, "name"))
+            self._notifications.forget_bucket(fields.text(event, "name"))
         return outcome
 
     def _bucket_deleted(self, event: Mapping[str, Any]) -> Outcome:
@@ -687,6 +701,16 @@ class MetaState:
     def media(self) -> Media:
         """Video jobs and shares; read through it, never change it (only ``apply`` does)."""
         return self._media
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        """Lifecycle rules per bucket; read through it, never change it."""
+        return self._lifecycle
+
+    @property
+    def notifications(self) -> Notifications:
+        """Webhooks per bucket; read through it, never change it."""
+        return self._notifications
 
     # -- reads: users and access keys ----------------------------------------------------
 
