@@ -18,6 +18,7 @@ from service.http.bucket_handlers import (
     ObjectListHandler,
     VersionListHandler,
 )
+from service.http.event_handlers import BucketEventsHandler
 from service.http.health import HealthHandler
 from service.http.identity import (
     AccessKeyHandler,
@@ -91,6 +92,7 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (PLAY, PlayOtherMethodsHandler),
         (rf"{API}/buckets/{BUCKET}/lifecycle", BucketLifecycleHandler),
         (rf"{API}/system/lifecycle/run", LifecycleRunHandler),
+        (rf"{API}/buckets/{BUCKET}/events", BucketEventsHandler),
     ]
 
 

@@ -46,6 +46,7 @@ from journal import (
 )
 from service.api_errors import ApiError
 from service.config import Config
+from service.events_feed import FLUSH_SECONDS, EventFeed
 from service.meta import MetaState, Outcome, decode_snapshot, encode_snapshot, events, freeze
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 
@@ -91,6 +92,14 @@ class Engine:
         self.quarantined: set[str] = set()
         """Payloads that failed verification after an unclean start: never served."""
         self.state = MetaState()
+        self.events = EventFeed(
+            self.fs,
+            os.path.join(config.data_dir, "events"),
+            segment_events=config.events_segment_events,
+            retention_seconds=config.events_retention_seconds,
+            retention_count=config.events_retention_count,
+        )
+        """Object events derived from the committed records (``service.events_feed``)."""
         self.journal: Journal | None = None
         self.read_only_reason: str | None = None
         self.started_at = time.time()
@@ -144,6 +153,7 @@ class Engine:
         )
         self.add_background_job(self.config.gc_interval, self.collect_garbage)
         self.add_background_job(self.config.snapshot_interval, self.maybe_snapshot)
+        self.add_background_job(FLUSH_SECONDS, lambda: self.events.flush(self.run_blocking))
 
     def add_background_job(self, interval: float, job: Callable[[], Awaitable[Any]]) -> None:
         """Run ``job`` every ``interval`` seconds until ``stop``; failures are logged."""
@@ -159,9 +169,10 @@ class Engine:
         unclean = self.integrity.unsynced_marked()
         journal = Journal.open(self.config.journal_dir, options, self.fs)
         state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
+        self.events.open(journal.snapshot.sequence if journal.snapshot else 0)
         recent: PayloadRefs | None = {} if unclean else None
         for record in journal.replay():
-            state.apply(record.event)
+            self.events.observe(record.sequence, record.event, state.apply(record.event))
             if recent is not None and "payload_id" in record.event:
                 event = record.event
                 recent[event["payload_id"]] = (event["size"], event["sha256"])
@@ -204,6 +215,11 @@ class Engine:
                     log.exception("final snapshot failed")
                     clean = False
             await self.journal.close()
+            try:
+                await self.events.flush(self.run_blocking, sync=True)
+            except OSError:
+                log.exception("writing the event log failed (the next start derives it again)")
+            self.events.close()
             if clean and not self._strict:
                 # The final snapshot fsynced every payload it covers: the next start is clean.
                 await self.run_blocking(self.integrity.clear_unsynced_mark)
@@ -276,6 +292,7 @@ class Engine:
         event = record.event
         outcome = self.state.apply(event)
         self._outcomes[record.sequence] = outcome
+        self.events.observe(record.sequence, event, outcome)
         if not self._strict and outcome.ok and "payload_id" in event:
             self._unsynced_payloads.add(event["payload_id"])
         crashpoints.hit("engine.after_apply")
@@ -364,6 +381,9 @@ class Engine:
                 if unsynced:
                     await self.run_blocking(self.integrity.sync_payloads, unsynced)
                 data = await self.run_blocking(encode_snapshot, frozen)
+                # The events up to ``sequence`` must be on disk before the records that
+                # would derive them again may go (``service.events_feed``).
+                await self.events.flush(self.run_blocking, sync=True)
                 await journal.write_snapshot(sequence, data)
             except BaseException as exc:
                 self._unsynced_payloads |= unsynced
