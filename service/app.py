@@ -37,6 +37,7 @@ from service.http.multipart_handlers import (
     MultipartPartHandler,
     MultipartSessionHandler,
 )
+from service.http.notification_handlers import BucketNotificationsHandler
 from service.http.object_handlers import ObjectHandler
 from service.http.object_reads import ObjectReadRouter, resolve_object_read
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
@@ -93,6 +94,7 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets/{BUCKET}/lifecycle", BucketLifecycleHandler),
         (rf"{API}/system/lifecycle/run", LifecycleRunHandler),
         (rf"{API}/buckets/{BUCKET}/events", BucketEventsHandler),
+        (rf"{API}/buckets/{BUCKET}/notifications", BucketNotificationsHandler),
     ]
 
 

@@ -23,6 +23,7 @@ from service.media.image_variants import ImageVariants
 from service.media.video_runner import VideoJobRunner
 from service.media.video_thumbnail import ThumbnailMaker
 from service.observability import Metrics, PerformanceRecorder, log_access
+from service.webhooks import WebhookDispatcher
 
 if TYPE_CHECKING:
     from service.http.base import ApiHandler
@@ -71,6 +72,8 @@ class AppContext:
         )
         self.lifecycle = LifecycleRunner(engine, config.lifecycle_pass_pause)
         """Applies the buckets' lifecycle rules (``service.lifecycle``)."""
+        self.webhooks = WebhookDispatcher(engine, config)
+        """Delivers object events to the buckets' webhooks; started by ``service.server``."""
 
     async def wait_for_requests(self, timeout: float) -> bool:
         """Wait until no request is in flight; False if ``timeout`` seconds pass first."""

@@ -123,6 +123,8 @@ class EventFeed:
         self._lock: asyncio.Lock | None = None
         self.hold: Callable[[], int | None] = lambda: None
         """The lowest sequence a reader (a lagging webhook) still needs, or None."""
+        self.listeners: list[Callable[[FeedEvent], None]] = []
+        """Called with each new event (on the loop thread, after it joined the feed)."""
         self.derived = 0
         """Events derived since start (replayed ones included)."""
 
@@ -143,8 +145,11 @@ class EventFeed:
         body = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
         at = event.get("at")
         self._unwritten.append((sequence, at if isinstance(at, int) else 0, body))
-        self._recent.append(_feed_event(doc, body))
+        item = _feed_event(doc, body)
+        self._recent.append(item)
         self._last_sequence = sequence
+        for listener in self.listeners:
+            listener(item)
         self.derived += 1
         self._trim()
         waiters, self._waiters = self._waiters, []

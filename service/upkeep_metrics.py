@@ -15,17 +15,52 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from service.events_feed import EventFeed
 from service.lifecycle import LifecycleRunner
+from service.webhooks import WebhookDispatcher
 
 
 class UpkeepCollector(Collector):
     """Reads the upkeep objects' figures when scraped."""
 
-    def __init__(self, lifecycle: LifecycleRunner) -> None:
+    def __init__(
+        self, lifecycle: LifecycleRunner, webhooks: WebhookDispatcher, feed: EventFeed
+    ) -> None:
         self._lifecycle = lifecycle
+        self._webhooks = webhooks
+        self._feed = feed
 
     def collect(self) -> Iterator[Metric]:
         yield from self._lifecycle_metrics()
+        yield from self._event_metrics()
+
+    def _event_metrics(self) -> Iterator[Metric]:
+        feed, webhooks = self._feed, self._webhooks
+        yield GaugeMetricFamily(
+            "service_events_last_sequence",
+            "Sequence of the newest object event.",
+            value=feed.last_sequence,
+        )
+        yield GaugeMetricFamily(
+            "service_events_retained",
+            "Object events kept for SSE resume and webhooks.",
+            value=feed.retained(),
+        )
+        yield CounterMetricFamily(
+            "service_webhook_deliveries",
+            "Webhook deliveries acknowledged with a 2xx.",
+            value=webhooks.delivered_total,
+        )
+        yield CounterMetricFamily(
+            "service_webhook_failures",
+            "Webhook delivery attempts that failed (each retry counts).",
+            value=webhooks.failures_total,
+        )
+        yield GaugeMetricFamily(
+            "service_webhook_pending",
+            "Events waiting for delivery, summed over every webhook.",
+            value=webhooks.pending_total(),
+        )
 
     def _lifecycle_metrics(self) -> Iterator[Metric]:
         runner = self._lifecycle
