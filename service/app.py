@@ -40,6 +40,7 @@ from service.http.multipart_handlers import (
 from service.http.notification_handlers import BucketNotificationsHandler
 from service.http.object_handlers import ObjectHandler
 from service.http.object_reads import ObjectReadRouter, resolve_object_read
+from service.http.scrub_handlers import ScrubHandler
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
 from service.http.videos import (
     PLAY_ROUTE,
@@ -95,6 +96,7 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/system/lifecycle/run", LifecycleRunHandler),
         (rf"{API}/buckets/{BUCKET}/events", BucketEventsHandler),
         (rf"{API}/buckets/{BUCKET}/notifications", BucketNotificationsHandler),
+        (rf"{API}/system/scrub", ScrubHandler),
     ]
 
 

@@ -23,6 +23,7 @@ from service.media.image_variants import ImageVariants
 from service.media.video_runner import VideoJobRunner
 from service.media.video_thumbnail import ThumbnailMaker
 from service.observability import Metrics, PerformanceRecorder, log_access
+from service.scrub import Scrubber
 from service.webhooks import WebhookDispatcher
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ class AppContext:
         """Applies the buckets' lifecycle rules (``service.lifecycle``)."""
         self.webhooks = WebhookDispatcher(engine, config)
         """Delivers object events to the buckets' webhooks; started by ``service.server``."""
+        self.scrub = Scrubber(engine, config)
+        """Re-reads stored payloads in the background (``service.scrub``)."""
 
     async def wait_for_requests(self, timeout: float) -> bool:
         """Wait until no request is in flight; False if ``timeout`` seconds pass first."""

@@ -109,8 +109,12 @@ async def serve(config: Config) -> None:
     await ctx.video_jobs.start()
     engine.add_background_job(SHARE_REAP_SECONDS, lambda: reap_expired_shares(engine))
     engine.add_background_job(config.lifecycle_interval, ctx.lifecycle.run_pass)
-    metrics.registry.register(UpkeepCollector(ctx.lifecycle, ctx.webhooks, engine.events))
+    metrics.registry.register(
+        UpkeepCollector(ctx.lifecycle, ctx.webhooks, engine.events, ctx.scrub)
+    )
     await ctx.webhooks.start()
+    await ctx.scrub.start()
+    engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
     server = make_http_server(make_app(ctx), config)
     server.listen(config.port, address=config.host)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
@@ -137,6 +141,7 @@ async def serve(config: Config) -> None:
         await asyncio.wait_for(server.close_all_connections(), 5.0)
     await ctx.video_jobs.stop()
     await ctx.webhooks.stop()
+    await ctx.scrub.stop()
     await engine.stop()
 
 

@@ -1,5 +1,5 @@
-"""Prometheus figures of the background upkeep: lifecycle passes (and, as they land, event
-delivery and the scrub), read from their owners at scrape time.
+"""Prometheus figures of the background upkeep: lifecycle passes, object events and webhook
+delivery, and the scrub, read from their owners at scrape time.
 
 A collector of its own, registered on the server's ``Metrics`` registry by
 ``service.server``, so the counters live with the work that moves them and cost nothing
@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector
 
 from service.events_feed import EventFeed
 from service.lifecycle import LifecycleRunner
+from service.scrub import Scrubber
 from service.webhooks import WebhookDispatcher
 
 
@@ -24,15 +25,45 @@ class UpkeepCollector(Collector):
     """Reads the upkeep objects' figures when scraped."""
 
     def __init__(
-        self, lifecycle: LifecycleRunner, webhooks: WebhookDispatcher, feed: EventFeed
+        self,
+        lifecycle: LifecycleRunner,
+        webhooks: WebhookDispatcher,
+        feed: EventFeed,
+        scrub: Scrubber,
     ) -> None:
         self._lifecycle = lifecycle
         self._webhooks = webhooks
         self._feed = feed
+        self._scrub = scrub
 
     def collect(self) -> Iterator[Metric]:
         yield from self._lifecycle_metrics()
         yield from self._event_metrics()
+        yield from self._scrub_metrics()
+
+    def _scrub_metrics(self) -> Iterator[Metric]:
+        scrub = self._scrub
+        yield CounterMetricFamily(
+            "service_scrub_bytes", "Payload bytes re-read by the scrub.", value=scrub.bytes_total
+        )
+        yield CounterMetricFamily(
+            "service_scrub_objects",
+            "Object versions re-read by the scrub.",
+            value=scrub.objects_total,
+        )
+        yield GaugeMetricFamily(
+            "service_scrub_corrupt_objects",
+            "Objects whose payload the scrub found corrupt (quarantined, not yet rewritten).",
+            value=len(scrub.current_corrupt()),
+        )
+        yield GaugeMetricFamily(
+            "service_scrub_running", "1 while a scrub pass runs.", value=int(scrub.running)
+        )
+        yield GaugeMetricFamily(
+            "service_scrub_last_pass_timestamp_seconds",
+            "Unix time the last complete scrub pass finished (0: none yet).",
+            value=scrub.progress.finished_at or 0,
+        )
 
     def _event_metrics(self) -> Iterator[Metric]:
         feed, webhooks = self._feed, self._webhooks

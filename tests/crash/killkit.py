@@ -26,6 +26,11 @@ must survive: only the ledger's ``firm`` states are allowed. One cycle:
    then the model settles on what was seen, and every session left open is completed
    (an interrupted complete is tried again: it must work now) or aborted.
 
+A webhook receiver (``tests.events.receiver``) listens beside the server, configured on both
+buckets: at the end every acknowledged write must have been delivered as an
+``object.created`` event (matched by its SHA-256), each bucket's first deliveries in
+sequence order and every one signed, however many kills fell between commit and delivery.
+
 After the last cycle the kit waits out the staging TTL and the GC grace, restarts so that
 the startup sweep and GC run, and checks the disk: the files under ``payloads/`` are exactly
 the stored versions and parts (same count, same SHA-256 digests), ``staging/`` is empty and
@@ -84,6 +89,7 @@ from tests.crash.killworkload import (
     worker_keys,
 )
 from tests.crash.model import MARKER, Fate, Ledger, UploadState, sha256, visible
+from tests.events.receiver import Receiver
 from tests.serverproc import ServerProcess
 
 WORKERS = 8
@@ -103,7 +109,11 @@ SERVER_ENV = {
     "SERVICE_GC_GRACE": str(GC_GRACE),
     "SERVICE_STAGING_TTL": str(STAGING_TTL),
     "SERVICE_LOG_LEVEL": "warning",
+    "SERVICE_WEBHOOK_MAX_BACKOFF": "0.2",
 }
+WEBHOOK_SECRET = "kill-kit-webhook-secret"
+WEBHOOK_DEADLINE = 60.0
+"""Seconds the final check waits for the receiver to have every acknowledged write."""
 
 ARM_DEADLINE = 6.0
 """Seconds the workload runs before an armed point that did not fire counts as missed."""
@@ -120,6 +130,8 @@ class Tally:
     """... of which the thing they touched was found in a state they do not allow."""
     unknown: int = 0
     """Operations whose outcome the client could not know (cut off by the kill)."""
+    webhook_events: int = 0
+    """Distinct events the webhook receiver got (checked for order and signatures)."""
     interrupted_completes: int = 0
     """Completes without an answer whose session and key were checked after a restart..."""
     completed_again: int = 0
@@ -158,6 +170,9 @@ class KillKit:
         self.running: tuple[str | None, str] | None = None
         """(crash point spec, durability) of the running server; None while it is down."""
         self.serial = itertools.count()
+        self.receiver = Receiver()
+        self.acked_digests: set[str] = set()
+        """SHA-256 of every acknowledged write: each must reach the webhook receiver."""
 
     # -- bookkeeping --------------------------------------------------------------------
 
@@ -201,6 +216,8 @@ class KillKit:
         )
         if set(seen) != {digest}:
             self.problem(f"{what}: acknowledged with checksums {seen}, sent {digest}")
+        with self.lock:
+            self.acked_digests.add(digest)
 
     # -- operations the checker shares with the workers --------------------------------
 
@@ -241,7 +258,9 @@ class KillKit:
     # -- the server ---------------------------------------------------------------------
 
     def setup(self) -> None:
-        """Start the server, create the two buckets, register every worker's keys."""
+        """Start the server and the webhook receiver, create the two buckets with a
+        webhook each, register every worker's keys."""
+        self.receiver.__enter__()
         self.serve()
         with self.http() as client:
             for name, versioned in ((PLAIN, False), (VERSIONED, True)):
@@ -251,6 +270,12 @@ class KillKit:
                 self.ledger.bucket_created(name, versioned, fate)
                 if fate != Fate.ACKED:
                     raise RuntimeError(f"cannot create bucket {name}: {reply}")
+                hook = {"id": "kit", "url": self.receiver.url, "secret": WEBHOOK_SECRET}
+                reply = send(
+                    client, "PUT", f"/buckets/{name}/notifications", json={"webhooks": [hook]}
+                )
+                if reply.status != 200:
+                    raise RuntimeError(f"cannot configure the webhook of {name}: {reply}")
         for index in range(WORKERS):
             for bucket, key in worker_keys(index):
                 self.ledger.key(bucket, key)
@@ -671,8 +696,37 @@ class KillKit:
         self.running = None
         self.serve()
         self.check(disk=True)
+        self.check_webhooks()
         self.proc.stop()
         self.running = None
+        self.receiver.__exit__()
+
+    def check_webhooks(self) -> None:
+        """Every acknowledged write reached the receiver; first deliveries in order."""
+        deadline = time.monotonic() + WEBHOOK_DEADLINE
+        while True:
+            got = self.receiver.received()
+            created = {d.event["etag"] for d in got if d.event["type"] == "object.created"}
+            missing = self.acked_digests - created
+            if not missing or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if missing:
+            self.problem(f"webhook: {len(missing)} acknowledged writes never delivered")
+        seen: set[str] = set()
+        last: dict[str, int] = {}
+        for delivery in got:
+            if not delivery.signed_with(WEBHOOK_SECRET):
+                self.problem(f"webhook: bad signature on {delivery.event_id}")
+            if delivery.event_id in seen:
+                continue  # a redelivery after a kill (at least once)
+            seen.add(delivery.event_id)
+            event = delivery.event
+            if event["sequence"] <= last.get(event["bucket"], 0):
+                self.problem(f"webhook: {delivery.event_id} delivered out of sequence order")
+            last[event["bucket"]] = event["sequence"]
+        self.tally.webhook_events = len(seen)
+        self.log(f"webhook check: {len(seen)} events, {len(got) - len(seen)} redelivered")
 
     def report(self) -> str:
         tally = self.tally
@@ -680,6 +734,7 @@ class KillKit:
             f"{tally.cycles} kill/restart cycles, acknowledged operations checked: "
             f"{tally.checked}, lost: {tally.lost}; {tally.unknown} outcomes unknown; "
             f"{tally.interrupted_completes} interrupted completes checked, "
+            f"{tally.webhook_events} webhook events delivered, "
             f"{tally.completed_again} of them completed again; "
             f"crash points hit {sum(tally.hits.values())} times "
             f"({len(tally.hits)} distinct), missed {dict(tally.missed) or 'none'}"

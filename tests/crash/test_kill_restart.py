@@ -75,6 +75,7 @@ def test_every_kill_and_restart_keeps_every_acknowledged_operation(
         # a SIGKILL cannot tear one, so nothing may be quarantined (see UNREACHABLE's reason).
         assert tally.armed[point] >= 1 and tally.hits[point] == 0, point
     assert tally.checked > 0
+    assert tally.webhook_events > 0, "the webhook receiver got no event"
 
 
 @pytest.mark.e2e
