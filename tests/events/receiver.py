@@ -44,7 +44,10 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                if len(body) != length:
+                    return  # the sender died mid-request (a SIGKILL): nothing was delivered
                 with receiver.lock:
                     receiver.attempts += 1
                     failing = receiver.attempts <= receiver.fail_first

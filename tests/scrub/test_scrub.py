@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from service.storage.layout import PAYLOADS_DIR
 from tests.serverproc import ServerProcess
@@ -165,3 +166,15 @@ def test_a_pass_interrupted_by_a_sigkill_continues_where_it_was(
     assert doc["finished_at"] and doc["corrupt"] == []
     # Continued, not restarted: about 8 objects in all (one may be read twice), not 8 more.
     assert 8 <= doc["objects_checked"] <= 9
+
+
+def test_every_upkeep_metric_is_documented(api: httpx.Client) -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    upkeep = ("service_lifecycle_", "service_events_", "service_webhook_", "service_scrub_")
+    found = 0
+    for family in text_string_to_metric_families(api.get("/metrics").text):
+        if family.name.startswith(upkeep) and not family.name.endswith("_created"):
+            exposed = family.name + "_total" if family.type == "counter" else family.name
+            assert f"`{exposed}`" in doc, f"{exposed} missing from docs/operations.md"
+            found += 1
+    assert found >= 14
