@@ -33,6 +33,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "multipart": ("bench.multipart_bench", "Multipart (issue 5)"),
     "auth": ("bench.auth_bench", "Auth"),
     "memory": ("bench.memory_bench", "Memory"),
+    "upkeep": ("bench.upkeep_bench", "Upkeep (issue 17)"),
 }
 RESULTS = os.path.join(REPO, "bench", "results", "latest.md")
 _HEADERS = {"met": "met?", "anchor_value": "anchor value"}

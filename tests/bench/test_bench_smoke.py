@@ -20,6 +20,7 @@ from bench.loadgen import LoadSpec, run_load, wrk_available
 from bench.memory_bench import peak_rss_mib
 from bench.multipart_bench import run as run_multipart
 from bench.server_bench import run as run_server
+from bench.upkeep_bench import run as run_upkeep
 from tests.serverproc import free_port
 
 pytestmark = pytest.mark.e2e
@@ -130,3 +131,11 @@ def test_only_names_sections_and_rejects_unknown_ones() -> None:
 def test_file_windows_repeat_the_data_file_and_peak_rss_is_read_from_proc() -> None:
     assert file_windows(0, 20, 8) == [(0, 8), (0, 8), (0, 4)]
     assert peak_rss_mib(os.getpid()) > 1
+
+
+def test_upkeep_section_reports_delivery_scrub_pace_and_gets_during_a_scrub() -> None:
+    rows = run_upkeep(SMOKE)
+    assert [row["unit"] for row in rows] == ["events/s", "MB/s", "req/s"]
+    for row in rows:
+        assert_measured(row)
+    assert "0 of" not in str(rows[0]["notes"])

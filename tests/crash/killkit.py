@@ -734,8 +734,8 @@ class KillKit:
             f"{tally.cycles} kill/restart cycles, acknowledged operations checked: "
             f"{tally.checked}, lost: {tally.lost}; {tally.unknown} outcomes unknown; "
             f"{tally.interrupted_completes} interrupted completes checked, "
-            f"{tally.webhook_events} webhook events delivered, "
             f"{tally.completed_again} of them completed again; "
+            f"{tally.webhook_events} webhook events delivered; "
             f"crash points hit {sum(tally.hits.values())} times "
             f"({len(tally.hits)} distinct), missed {dict(tally.missed) or 'none'}"
         )
