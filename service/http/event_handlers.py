@@ -5,8 +5,9 @@ a reconnecting browser) or ``?since=SEQ`` resumes after that sequence; without e
 stream starts with the next event. A resume point older than the retained events is 410
 EventsExpired before the stream starts; if retention overtakes a reader mid-stream (it fell
 more than the whole retention behind), the stream ends with an ``event: error`` whose data is
-the same error body. A comment line every ``HEARTBEAT_SECONDS`` keeps proxies from closing an
-idle stream and finds clients that went away.
+the same error body; it ends too when the bucket is deleted. A comment line every
+``HEARTBEAT_SECONDS`` keeps proxies from closing an idle stream and finds clients that went
+away.
 
 A stream is not counted among the requests a graceful stop waits for (it never ends by
 itself); the stop closes it and the client reconnects with ``Last-Event-ID``.
@@ -69,7 +70,7 @@ class BucketEventsHandler(ApiHandler):
         try:
             self.write(": stream of object events\n\n")
             await self.flush()
-            while engine.journal is not None:
+            while engine.journal is not None and engine.state.get_bucket(bucket) is not None:
                 try:
                     items, after = await feed.read(after, engine.executor, bucket)
                 except LookupError:

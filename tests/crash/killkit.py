@@ -30,6 +30,8 @@ A webhook receiver (``tests.events.receiver``) listens beside the server, config
 buckets: at the end every acknowledged write must have been delivered as an
 ``object.created`` event (matched by its SHA-256), each bucket's first deliveries in
 sequence order and every one signed, however many kills fell between commit and delivery.
+The scrub runs continuously through the cycles; it must have checked objects and found none
+corrupt (a SIGKILL never tears a payload).
 
 After the last cycle the kit waits out the staging TTL and the GC grace, restarts so that
 the startup sweep and GC run, and checks the disk: the files under ``payloads/`` are exactly
@@ -110,6 +112,10 @@ SERVER_ENV = {
     "SERVICE_STAGING_TTL": str(STAGING_TTL),
     "SERVICE_LOG_LEVEL": "warning",
     "SERVICE_WEBHOOK_MAX_BACKOFF": "0.2",
+    # The scrub runs pass after pass through the kills: it must never quarantine a payload
+    # that a SIGKILL, an overwrite or a delete raced with (the disk check finds none).
+    "SERVICE_SCRUB_INTERVAL_DAYS": "0.00002",
+    "SERVICE_SCRUB_RATE_MBPS": "100",
 }
 WEBHOOK_SECRET = "kill-kit-webhook-secret"
 WEBHOOK_DEADLINE = 60.0
@@ -727,6 +733,10 @@ class KillKit:
             last[event["bucket"]] = event["sequence"]
         self.tally.webhook_events = len(seen)
         self.log(f"webhook check: {len(seen)} events, {len(got) - len(seen)} redelivered")
+        with self.http() as client:
+            scrub = client.get("/system/scrub").json()
+        if scrub["corrupt"] or not (scrub["objects_checked"] or scrub["finished_at"]):
+            self.problem(f"scrub: {scrub['objects_checked']} checked, corrupt {scrub['corrupt']}")
 
     def report(self) -> str:
         tally = self.tally
