@@ -9,9 +9,10 @@ event it wants to its URL: the event as the JSON body, ``X-Event-Id`` and
 exists: a later event is never sent before an earlier one is acknowledged.
 
 Durability: cursors and figures are checkpointed to ``<data_dir>/events/webhooks.json``
-(written to a temporary file, fsynced, renamed) at most every ``CHECKPOINT_SECONDS`` after a
-change. A cursor only moves past acknowledged events, so after a crash a webhook resumes at or
-before its true position: it may deliver an event again (same ``X-Event-Id``), never skips one.
+(written to a temporary file, fsynced, renamed) as soon as one changes, then at most every
+``CHECKPOINT_SECONDS``. A cursor only moves past acknowledged events, so after a crash a
+webhook resumes at or before its true position: it may deliver an event again (same
+``X-Event-Id``), never skips one.
 The event feed keeps the files a webhook still needs for up to ``webhook_hold_seconds`` of no
 progress; a webhook that stays broken longer loses the dropped events (counted in ``skipped``,
 named in ``last_error``).
@@ -43,7 +44,7 @@ from service.timefmt import rfc3339_seconds
 log = logging.getLogger("service.webhooks")
 
 CHECKPOINT_NAME = "webhooks.json"
-CHECKPOINT_SECONDS = 0.5
+CHECKPOINT_SECONDS = 0.2
 RECONCILE_SECONDS = 0.5
 FIRST_RETRY_SECONDS = 1.0
 PAGE = 100
@@ -99,6 +100,7 @@ class WebhookDispatcher:
         self._progress: dict[str, Progress] = {}
         self._workers: dict[str, tuple[Webhook, asyncio.Task[None]]] = {}
         self._dirty = False
+        self._changed = asyncio.Event()
         self._client: httpx.AsyncClient | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.delivered_total = 0
@@ -133,14 +135,25 @@ class WebhookDispatcher:
         if self._client is not None:
             await self._client.aclose()
 
+    def _mark(self) -> None:
+        """Progress changed: the housekeeping writes a checkpoint soon."""
+        self._dirty = True
+        self._changed.set()
+
     async def _housekeeping(self) -> None:
+        """Reconcile the workers with the configuration every ``RECONCILE_SECONDS``, and
+        write a checkpoint as soon as something changed, then at most every
+        ``CHECKPOINT_SECONDS`` (a crash redelivers what the last one did not record)."""
         while True:
-            await asyncio.sleep(min(CHECKPOINT_SECONDS, RECONCILE_SECONDS))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), RECONCILE_SECONDS)
+            self._changed.clear()
             self._reconcile()
             try:
                 await self._checkpoint()
             except OSError as exc:
                 log.error("writing the webhook checkpoint failed (retrying): %s", exc)
+            await asyncio.sleep(CHECKPOINT_SECONDS)
 
     def _reconcile(self) -> None:
         """Start workers for new or changed webhooks, stop those of removed ones."""
@@ -156,7 +169,7 @@ class WebhookDispatcher:
                 self._workers[key] = (hook, asyncio.create_task(self._run(hook, progress)))
         for key in [k for k in self._progress if k not in wanted]:
             del self._progress[key]
-            self._dirty = True
+            self._mark()
 
     # -- the worker ----------------------------------------------------------------------
 
@@ -176,10 +189,10 @@ class WebhookDispatcher:
                     await self._deliver(hook, progress, item)
                     progress.pending = max(0, progress.pending - 1)
                 progress.cursor = item.sequence
-                self._dirty = True
+                self._mark()
             if through > progress.cursor:
                 progress.cursor = through
-                self._dirty = True
+                self._mark()
             if not items:
                 await feed.wait(progress.cursor, IDLE_WAIT_SECONDS)
 
@@ -218,7 +231,7 @@ class WebhookDispatcher:
         )
         log.error("webhook %s: %s", _key(hook), progress.last_error)
         progress.cursor = covered
-        self._dirty = True
+        self._mark()
 
     async def _deliver(self, hook: Webhook, progress: Progress, item: FeedEvent) -> None:
         """POST one event until a 2xx answers it (the worker is cancelled if the webhook
@@ -242,7 +255,7 @@ class WebhookDispatcher:
             progress.failed_attempts += 1
             progress.last_error = error[:MAX_ERROR_CHARS]
             self.failures_total += 1
-            self._dirty = True
+            self._mark()
             await asyncio.sleep(delay)
             delay = min(delay * 2, self._config.webhook_max_backoff)
 
@@ -297,7 +310,7 @@ class WebhookDispatcher:
         try:
             await self._engine.run_blocking(self._write, data)
         except BaseException:
-            self._dirty = True
+            self._mark()
             raise
 
     def _write(self, data: bytes) -> None:

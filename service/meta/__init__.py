@@ -7,7 +7,8 @@ No I/O here: no files, sockets or clocks (timestamps arrive inside events).
 - ``outcome``: ``Outcome``, what applying one event did (incl. payloads it released).
 - ``state``: ``MetaState`` and its ``apply(event)``, the one way the state changes, plus
   read helpers; ``accounts`` holds its users-and-keys part, ``media`` its video jobs and
-  shares, ``listing`` its paging.
+  shares, ``lifecycle_state`` the buckets' lifecycle rules, ``notification_state`` their
+  webhooks, ``listing`` its paging.
 - ``snapshot``: ``freeze`` / ``encode_snapshot`` / ``decode_snapshot``.
 
 Thread-safety: a ``MetaState`` is used on the event-loop thread only; records, outcomes and

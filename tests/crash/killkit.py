@@ -74,6 +74,7 @@ from tests.crash.killplan import (
     cycle_for,
     reachable_points,
 )
+from tests.crash.killupkeep import UPKEEP_ENV, check_upkeep, webhook
 from tests.crash.killworkload import (
     PLAIN,
     REQUEST_TIMEOUT,
@@ -111,15 +112,8 @@ SERVER_ENV = {
     "SERVICE_GC_GRACE": str(GC_GRACE),
     "SERVICE_STAGING_TTL": str(STAGING_TTL),
     "SERVICE_LOG_LEVEL": "warning",
-    "SERVICE_WEBHOOK_MAX_BACKOFF": "0.2",
-    # The scrub runs pass after pass through the kills: it must never quarantine a payload
-    # that a SIGKILL, an overwrite or a delete raced with (the disk check finds none).
-    "SERVICE_SCRUB_INTERVAL_DAYS": "0.00002",
-    "SERVICE_SCRUB_RATE_MBPS": "100",
+    **UPKEEP_ENV,
 }
-WEBHOOK_SECRET = "kill-kit-webhook-secret"
-WEBHOOK_DEADLINE = 60.0
-"""Seconds the final check waits for the receiver to have every acknowledged write."""
 
 ARM_DEADLINE = 6.0
 """Seconds the workload runs before an armed point that did not fire counts as missed."""
@@ -276,10 +270,8 @@ class KillKit:
                 self.ledger.bucket_created(name, versioned, fate)
                 if fate != Fate.ACKED:
                     raise RuntimeError(f"cannot create bucket {name}: {reply}")
-                hook = {"id": "kit", "url": self.receiver.url, "secret": WEBHOOK_SECRET}
-                reply = send(
-                    client, "PUT", f"/buckets/{name}/notifications", json={"webhooks": [hook]}
-                )
+                path = f"/buckets/{name}/notifications"
+                reply = send(client, "PUT", path, json=webhook(self.receiver))
                 if reply.status != 200:
                     raise RuntimeError(f"cannot configure the webhook of {name}: {reply}")
         for index in range(WORKERS):
@@ -702,41 +694,13 @@ class KillKit:
         self.running = None
         self.serve()
         self.check(disk=True)
-        self.check_webhooks()
+        with self.http() as client:
+            events = check_upkeep(self.receiver, self.acked_digests, client, self.problem)
+        self.tally.webhook_events = events
+        self.log(f"upkeep check: {events} webhook events")
         self.proc.stop()
         self.running = None
         self.receiver.__exit__()
-
-    def check_webhooks(self) -> None:
-        """Every acknowledged write reached the receiver; first deliveries in order."""
-        deadline = time.monotonic() + WEBHOOK_DEADLINE
-        while True:
-            got = self.receiver.received()
-            created = {d.event["etag"] for d in got if d.event["type"] == "object.created"}
-            missing = self.acked_digests - created
-            if not missing or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        if missing:
-            self.problem(f"webhook: {len(missing)} acknowledged writes never delivered")
-        seen: set[str] = set()
-        last: dict[str, int] = {}
-        for delivery in got:
-            if not delivery.signed_with(WEBHOOK_SECRET):
-                self.problem(f"webhook: bad signature on {delivery.event_id}")
-            if delivery.event_id in seen:
-                continue  # a redelivery after a kill (at least once)
-            seen.add(delivery.event_id)
-            event = delivery.event
-            if event["sequence"] <= last.get(event["bucket"], 0):
-                self.problem(f"webhook: {delivery.event_id} delivered out of sequence order")
-            last[event["bucket"]] = event["sequence"]
-        self.tally.webhook_events = len(seen)
-        self.log(f"webhook check: {len(seen)} events, {len(got) - len(seen)} redelivered")
-        with self.http() as client:
-            scrub = client.get("/system/scrub").json()
-        if scrub["corrupt"] or not (scrub["objects_checked"] or scrub["finished_at"]):
-            self.problem(f"scrub: {scrub['objects_checked']} checked, corrupt {scrub['corrupt']}")
 
     def report(self) -> str:
         tally = self.tally
