@@ -121,6 +121,8 @@ class EventFeed:
         self._last_sequence = 0
         self._waiters: list[asyncio.Future[None]] = []
         self._lock: asyncio.Lock | None = None
+        self._writing: tuple[list[tuple[int, int, bytes]], asyncio.Future[Any]] | None = None
+        """The lines being written and the executor's future for them."""
         self.hold: Callable[[], int | None] = lambda: None
         """The lowest sequence a reader (a lagging webhook) still needs, or None."""
         self.listeners: list[Callable[[FeedEvent], None]] = []
@@ -176,15 +178,37 @@ class EventFeed:
         if not self._unwritten and not sync:
             return
         async with self._flush_lock():
+            await self._finish_write()
             lines, self._unwritten = self._unwritten, []
-            try:
-                await run(self._write, lines, sync, self.hold())
-            except BaseException:
-                self._unwritten[:0] = lines
-                raise
-            if lines:
-                self._written_through = lines[-1][0]
-            self._trim()
+            self._writing = (
+                lines,
+                asyncio.ensure_future(run(self._write, lines, sync, self.hold())),
+            )
+            await self._finish_write()
+
+    async def _finish_write(self) -> None:
+        """Wait for the write in flight. A flush cancelled meanwhile (a stopping background
+        job) leaves it running in its thread: the next flush waits for it here first, so
+        two writes never run at once."""
+        if self._writing is None:
+            return
+        lines, future = self._writing
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if not future.done():
+                raise  # still running: the next flush finishes it
+            self._writing = None
+            self._unwritten[:0] = lines
+            raise
+        except BaseException:
+            self._writing = None
+            self._unwritten[:0] = lines  # written again later (lines already written are skipped)
+            raise
+        self._writing = None
+        if lines:
+            self._written_through = max(self._written_through, lines[-1][0])
+        self._trim()
 
     def _write(self, lines: list[tuple[int, int, bytes]], sync: bool, hold: int | None) -> None:
         if lines:

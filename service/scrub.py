@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -43,6 +44,7 @@ from service.meta import ObjectVersion
 from service.storage.scrub import ScrubRead
 from service.timefmt import rfc3339_seconds
 
+_TEMP_NUMBERS = itertools.count()
 log = logging.getLogger("service.scrub")
 
 CHECKPOINT_NAME = "scrub.json"
@@ -112,8 +114,7 @@ class Scrubber:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await asyncio.gather(self._task, return_exceptions=True)
         with contextlib.suppress(OSError):
             await self._save()
 
@@ -279,7 +280,10 @@ class Scrubber:
 
     def _write(self, data: bytes) -> None:
         fs = self._engine.fs
-        temp = self._path + ".tmp"
+        # A name of its own: a write cut loose by a cancelled task may still be running.
+        temp = f"{self._path}.{next(_TEMP_NUMBERS)}.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            fs.unlink(temp)  # left by a crash mid-write (create refuses an existing file)
         target = fs.create(temp)
         try:
             target.write(data)

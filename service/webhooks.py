@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import itertools
 import json
 import logging
 import os
@@ -41,6 +42,7 @@ from service.events_feed import FeedEvent
 from service.meta.notification_state import Webhook
 from service.timefmt import rfc3339_seconds
 
+_TEMP_NUMBERS = itertools.count()
 log = logging.getLogger("service.webhooks")
 
 CHECKPOINT_NAME = "webhooks.json"
@@ -315,7 +317,10 @@ class WebhookDispatcher:
 
     def _write(self, data: bytes) -> None:
         fs = self._engine.fs
-        temp = self._path + ".tmp"
+        # A name of its own: a write cut loose by a cancelled task may still be running.
+        temp = f"{self._path}.{next(_TEMP_NUMBERS)}.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            fs.unlink(temp)  # left by a crash mid-write (create refuses an existing file)
         target = fs.create(temp)
         try:
             target.write(data)

@@ -4,6 +4,7 @@ interrupted by a SIGKILL continues where it was."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.storage.layout import PAYLOADS_DIR
+from tests.events.receiver import Receiver
 from tests.serverproc import ServerProcess
 
 QUIET = {"SERVICE_SCRUB_INTERVAL_DAYS": "3650"}
@@ -178,3 +180,26 @@ def test_every_upkeep_metric_is_documented(api: httpx.Client) -> None:
             assert f"`{exposed}`" in doc, f"{exposed} missing from docs/operations.md"
             found += 1
     assert found >= 14
+
+
+def test_checkpoints_left_half_written_by_a_crash_do_not_stop_the_next_ones(
+    server_factory: Callable[..., ServerProcess],
+) -> None:
+    proc = server_factory(start=False, **QUIET)
+    (proc.data_dir / "events").mkdir(parents=True)
+    for stale in ("scrub.json.0.tmp", "scrub.json.1.tmp", "events/webhooks.json.0.tmp"):
+        (proc.data_dir / stale).write_bytes(b'{"torn')
+    proc.start()
+    with Receiver() as receiver, proc.client() as api:
+        assert api.post("/buckets", json={"name": "stale"}).status_code == 201
+        hook = {"id": "h", "url": receiver.url, "secret": "s"}
+        assert api.put("/buckets/stale/notifications", json={"webhooks": [hook]}).is_success
+        api.put(obj("stale", "k"), content=b"v")
+        doc = scrub_now(api)
+        assert doc["objects_checked"] == 1
+        deadline = time.monotonic() + 10
+        checkpoint = proc.data_dir / "events" / "webhooks.json"
+        while not (checkpoint.exists() and '"delivered":1' in checkpoint.read_text()):
+            assert time.monotonic() < deadline, "the webhook checkpoint was never written"
+            time.sleep(0.05)
+    assert json.loads((proc.data_dir / "scrub.json").read_text())["objects_checked"] == 1
