@@ -89,6 +89,7 @@ class Scrubber:
         self._path = os.path.join(config.data_dir, CHECKPOINT_NAME)
         self.progress = ScrubProgress()
         self._task: asyncio.Task[None] | None = None
+        self._stopped = False
         self._saved_at = 0.0
         self.bytes_total = 0
         """Bytes re-read since this process started (the metrics counter)."""
@@ -112,6 +113,7 @@ class Scrubber:
             self._launch()
 
     async def stop(self) -> None:
+        self._stopped = True  # the background tick may still fire: it starts nothing now
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -123,8 +125,8 @@ class Scrubber:
         return self._task is not None and not self._task.done()
 
     def start_pass(self) -> bool:
-        """Start a pass now; False if one is running."""
-        if self.running:
+        """Start a pass now; False if one is running (or the server is stopping)."""
+        if self.running or self._stopped:
             return False
         self.progress = ScrubProgress(
             running=True,
@@ -208,7 +210,7 @@ class Scrubber:
                 if ahead > 0:
                     await asyncio.sleep(ahead)
         finally:
-            await engine.run_blocking(reader.close)
+            reader.close()  # one close(2): too small to send to the executor
         progress.objects_checked += 1
         self.objects_total += 1
         problem = reader.problem(version.size, version.sha256)

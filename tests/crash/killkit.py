@@ -697,7 +697,8 @@ class KillKit:
         with self.http() as client:
             events = check_upkeep(self.receiver, self.acked_digests, client, self.problem)
         self.tally.webhook_events = events
-        self.log(f"upkeep check: {events} webhook events")
+        redelivered = len(self.receiver.received()) - events
+        self.log(f"upkeep check: {events} webhook events, {redelivered} redelivered")
         self.proc.stop()
         self.running = None
         self.receiver.__exit__()
