@@ -51,6 +51,7 @@ CHECKPOINT_NAME = "scrub.json"
 CHECKPOINT_SECONDS = 1.0
 PAGE = 200
 MAX_TICK_SECONDS = 60.0
+MAX_CATCH_UP_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -90,6 +91,8 @@ class Scrubber:
         self.progress = ScrubProgress()
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
+        self._pace_origin: float | None = None
+        self._paced_bytes = 0
         self._saved_at = 0.0
         self.bytes_total = 0
         """Bytes re-read since this process started (the metrics counter)."""
@@ -144,6 +147,7 @@ class Scrubber:
             self.start_pass()
 
     def _launch(self) -> None:
+        self._pace_origin = None
         self._saved_at = 0.0  # checkpoint at the first step: a crash must find the pass
         self._task = asyncio.get_running_loop().create_task(self._run())
 
@@ -201,14 +205,11 @@ class Scrubber:
         if payload_id is None or payload_id in engine.quarantined:
             return
         reader = await engine.run_blocking(ScrubRead, engine.store, payload_id)
-        started = time.monotonic()
         try:
             while count := await engine.run_blocking(reader.step):
                 progress.bytes_checked += count
                 self.bytes_total += count
-                ahead = reader.bytes_read / self._rate - (time.monotonic() - started)
-                if ahead > 0:
-                    await asyncio.sleep(ahead)
+                await self._pace(count)
         finally:
             reader.close()  # one close(2): too small to send to the executor
         progress.objects_checked += 1
@@ -234,6 +235,20 @@ class Scrubber:
             )
         )
         await self._save()
+
+    async def _pace(self, count: int) -> None:
+        """Sleep as long as the bytes read so far are ahead of the pace. The clock runs over
+        the whole pass, so time lost between reads (opening files, listing, checkpoints) is
+        made up; but at most ``MAX_CATCH_UP_SECONDS`` of it, so a pass that fell behind
+        (a busy disk) never bursts."""
+        now = time.monotonic()
+        origin = self._pace_origin
+        if origin is None or (now - origin) - self._paced_bytes / self._rate > MAX_CATCH_UP_SECONDS:
+            origin, self._pace_origin, self._paced_bytes = now, now, 0
+        self._paced_bytes += count
+        ahead = self._paced_bytes / self._rate - (now - origin)
+        if ahead > 0:
+            await asyncio.sleep(ahead)
 
     # -- figures -------------------------------------------------------------------------
 
