@@ -22,7 +22,7 @@ UPKEEP_ENV = {
     # The scrub runs pass after pass through the kills: it must never quarantine a payload
     # that a SIGKILL, an overwrite or a delete raced with (the disk check finds none).
     "SERVICE_SCRUB_INTERVAL_DAYS": "0.00002",
-    "SERVICE_SCRUB_RATE_MBPS": "100",
+    "SERVICE_SCRUB_RATE_MBPS": "20",
 }
 
 
