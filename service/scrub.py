@@ -135,6 +135,7 @@ class Scrubber:
             running=True,
             created_at=self.progress.created_at,
             started_at=time.time(),
+            finished_at=self.progress.finished_at,  # the last complete pass's, until this one ends
             corrupt=self.current_corrupt(),
         )
         self._launch()
