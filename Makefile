@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DATA_DIR ?= ./data
 
-.PHONY: serve test test-slow lint typecheck bench fuzz soak clean
+.PHONY: serve test test-slow lint typecheck bench fuzz soak clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,15 +19,20 @@ serve: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(PY) scripts/unasync.py --check
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# The console's browser tests drive Debian's Chromium (Playwright's own download is not used).
+chromium:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
 # pytest exits 5 when it collected nothing; that is not a failure of the code.
-test: lint typecheck
+test: lint typecheck chromium
 	$(PY) -m pytest -n 2 -m "not slow"; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) chromium
 	$(PY) -m pytest -m slow; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
 
 bench: $(STAMP)

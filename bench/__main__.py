@@ -34,6 +34,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "auth": ("bench.auth_bench", "Auth"),
     "memory": ("bench.memory_bench", "Memory"),
     "upkeep": ("bench.upkeep_bench", "Upkeep (issue 17)"),
+    "cli": ("bench.cli_bench", "Command line (issue 15)"),
 }
 RESULTS = os.path.join(REPO, "bench", "results", "latest.md")
 _HEADERS = {"met": "met?", "anchor_value": "anchor value"}

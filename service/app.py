@@ -18,6 +18,7 @@ from service.http.bucket_handlers import (
     ObjectListHandler,
     VersionListHandler,
 )
+from service.http.console import ConsoleFileHandler, ConsoleRedirectHandler
 from service.http.event_handlers import BucketEventsHandler
 from service.http.health import HealthHandler
 from service.http.identity import (
@@ -40,6 +41,8 @@ from service.http.multipart_handlers import (
 from service.http.notification_handlers import BucketNotificationsHandler
 from service.http.object_handlers import ObjectHandler
 from service.http.object_reads import ObjectReadRouter, resolve_object_read
+from service.http.preflight import ROUTE as PREFLIGHT_ROUTE
+from service.http.preflight import PreflightRouter
 from service.http.scrub_handlers import ScrubHandler
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
 from service.http.videos import (
@@ -97,12 +100,18 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets/{BUCKET}/events", BucketEventsHandler),
         (rf"{API}/buckets/{BUCKET}/notifications", BucketNotificationsHandler),
         (rf"{API}/system/scrub", ScrubHandler),
+        (r"/", ConsoleRedirectHandler),
+        (r"/console", ConsoleRedirectHandler),
+        (r"/console/(?P<path>.*)", ConsoleFileHandler),
     ]
 
 
 def route_names() -> list[str]:
     """The route templates used as metric labels."""
-    return [handler.route_name for _, handler in handler_table()] + [NotFoundHandler.route_name]
+    return [handler.route_name for _, handler in handler_table()] + [
+        NotFoundHandler.route_name,
+        PREFLIGHT_ROUTE,
+    ]
 
 
 def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:
@@ -126,6 +135,7 @@ def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:
                 PLAY_ROUTE,
                 resolve_playback_read,
                 {"token": "InvalidArgument", "path": "InvalidArgument"},
+                any_origin=True,
             ),
         ),
     ]
@@ -133,7 +143,10 @@ def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:
 
 def make_app(ctx: AppContext) -> tornado.web.Application:
     """Build the application for ``ctx``."""
-    routes: list[tornado.routing.Rule] = read_routes(ctx)
+    routes: list[tornado.routing.Rule] = [
+        tornado.routing.Rule(tornado.routing.AnyMatches(), PreflightRouter(ctx))
+    ]
+    routes.extend(read_routes(ctx))
     routes.extend(
         tornado.web.url(pattern, handler, {"ctx": ctx}) for pattern, handler in handler_table()
     )

@@ -69,6 +69,9 @@ class Config:
     0 disables it."""
     max_concurrent_video_jobs: int = 1
     """Video packaging jobs run at once (each is one worker process); the rest wait queued."""
+    cors_origins: str = ""
+    """Origins allowed to call the API from a browser: comma-separated (``https://host``), or
+    ``*``; empty means same-origin only (see docs/security.md, CORS)."""
     token_ttl: float = 12 * 3600.0
     """Lifetime in seconds of a bearer token from /auth/login."""
     root_access_key: str | None = None

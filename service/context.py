@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from service.auth import LoginThrottle
 from service.config import Config
 from service.engine import Engine
+from service.http.caps import Reservations
+from service.http.cors import CorsPolicy
 from service.lifecycle import LifecycleRunner
 from service.media.image_variants import ImageVariants
 from service.media.video_runner import VideoJobRunner
@@ -51,6 +53,10 @@ class AppContext:
         self.performance = performance
         self.server_secret = server_secret
         self.login_throttle = LoginThrottle()
+        self.reservations = Reservations()
+        """Creations in flight, so per-user caps and usernames hold under concurrency."""
+        self.cors = CorsPolicy.parse(config.cors_origins)
+        """Which origins may call the API from a browser (``service.http.cors``)."""
         self.started_at = time.time()
         self.requests_in_flight: set[object] = set()
         """Requests begun and not yet finished, handlers or object reads (a graceful stop
@@ -105,6 +111,22 @@ class AppContext:
             log.warning("request %s: upload stalled; closing the connection", handler.request_id)
             self.uploads_in_flight.pop(handler, None)
             handler.request.connection.close()  # type: ignore[union-attr]
+
+    def observe_refusal(
+        self, request_id: str, status: int, bytes_out: int, remote: str | None
+    ) -> None:
+        """Count and log a request the connection refused before any route saw it."""
+        self.observe_request(
+            request_id=request_id,
+            route="unmatched",
+            method="-",
+            status=status,
+            started_at=time.perf_counter(),
+            bytes_in=0,
+            bytes_out=bytes_out,
+            credential=None,
+            remote=remote,
+        )
 
     def observe_request(
         self,

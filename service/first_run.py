@@ -81,4 +81,8 @@ async def bootstrap_if_empty(engine: Engine, config: Config, out: TextIO = sys.s
     print(f"Try: curl -u {user} {base}/api/v1/buckets", file=out)
     if credentials.key_generated:
         print("  (curl asks for the secret key)", file=out)
+    secret = "" if credentials.key_generated else ' "$SERVICE_ROOT_SECRET_KEY"'
+    print(f"Or:  svc alias set local {base} {credentials.access_key_id}{secret}", file=out)
+    if credentials.key_generated:
+        print("  (svc asks for the secret key)", file=out)
     out.flush()

@@ -23,14 +23,18 @@ from fsseam import crashpoints
 from service.api_errors import ApiError
 from service.buckets import outcome_error, require_bucket
 from service.engine import Engine
+from service.header_fields import (
+    guess_content_type,
+    require_content_type,
+    validate_custom_metadata,
+)
 from service.meta import ObjectVersion, PartInfo, UploadSession, events
+from service.numbers import require_int
 from service.objects import (
-    DEFAULT_CONTENT_TYPE,
     new_version_token,
     promote_staged,
     require_key,
     storage_failure,
-    validate_metadata,
 )
 from service.storage import StagedPayload
 from service.timefmt import now_ms
@@ -61,9 +65,9 @@ def max_parallel_parts() -> int:
 
 
 def parse_part_number(raw: str | None) -> int:
-    if raw is None or not raw.isdigit() or not 1 <= int(raw) <= MAX_PART_NUMBER:
+    if raw is None:
         raise ApiError("InvalidPartNumber", f"partNumber must be an integer 1..{MAX_PART_NUMBER}")
-    return int(raw)
+    return require_int(raw, "partNumber", 1, MAX_PART_NUMBER, code="InvalidPartNumber")
 
 
 def open_session(engine: Engine, upload_id: str) -> UploadSession:
@@ -91,20 +95,18 @@ async def start_upload(engine: Engine, owner: str, body: Mapping[str, Any]) -> U
         raise ApiError("InvalidArgument", "bucket and key are required strings")
     require_bucket(engine, bucket)
     require_key(key)
-    content_type = body.get("content_type") or DEFAULT_CONTENT_TYPE
-    metadata = body.get("custom_metadata") or {}
+    declared_type = body.get("content_type")
+    content_type = (
+        guess_content_type(key)
+        if declared_type in (None, "")
+        else require_content_type(declared_type)
+    )
+    metadata = validate_custom_metadata(body.get("custom_metadata") or {})
     declared = body.get("size_bytes")
-    if not isinstance(content_type, str):
-        raise ApiError("InvalidArgument", "content_type must be a string")
-    if not isinstance(metadata, dict) or not all(
-        isinstance(name, str) and isinstance(value, str) for name, value in metadata.items()
-    ):
-        raise ApiError("InvalidArgument", "custom_metadata must be an object of strings")
     if declared is not None and (
         isinstance(declared, bool) or not isinstance(declared, int) or declared < 0
     ):
         raise ApiError("InvalidArgument", "size_bytes must be a non-negative integer")
-    validate_metadata(metadata)
     upload_id = secrets.token_hex(16)
     at = now_ms()
     outcome = await engine.commit(
@@ -114,7 +116,7 @@ async def start_upload(engine: Engine, owner: str, body: Mapping[str, Any]) -> U
             key=key,
             owner=owner,
             content_type=content_type,
-            custom_metadata={name.lower(): value for name, value in metadata.items()},
+            custom_metadata=metadata,
             recommended_part_size=recommended_part_size(declared),
             at=at,
             expires_at=at + int(engine.config.multipart_ttl * 1000),

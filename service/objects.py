@@ -23,13 +23,13 @@ from dataclasses import dataclass, field, replace
 from service.api_errors import ApiError
 from service.buckets import outcome_error, require_bucket
 from service.engine import Engine
+from service.header_fields import content_type_problem, validate_custom_metadata
 from service.meta import ObjectVersion, events
 from service.names import key_problem
 from service.storage import PayloadStore, StagedPayload, StagingUpload
 from service.timefmt import now_ms
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
-MAX_METADATA_BYTES = 8 * 1024
 CHUNK_BYTES = 256 * 1024
 """The object path's buffer size: server-made payloads are staged in chunks of this."""
 
@@ -68,9 +68,14 @@ def require_key(key: str) -> None:
 
 
 def validate_metadata(metadata: Mapping[str, str]) -> None:
-    total = sum(len(name) + len(value) for name, value in metadata.items())
-    if total > MAX_METADATA_BYTES:
-        raise ApiError("InvalidArgument", f"custom metadata exceeds {MAX_METADATA_BYTES} bytes")
+    """The contract's rules for custom metadata (``service.header_fields``), or 400."""
+    validate_custom_metadata(metadata)
+
+
+def validate_content_type(content_type: str) -> None:
+    problem = content_type_problem(content_type)
+    if problem:
+        raise ApiError("InvalidArgument", problem)
 
 
 def storage_failure(exc: OSError) -> ApiError:
@@ -125,6 +130,7 @@ def precheck_put(engine: Engine, intent: PutIntent) -> None:
     require_bucket(engine, intent.bucket)
     require_key(intent.key)
     validate_metadata(intent.custom_metadata)
+    validate_content_type(intent.content_type)
     current = engine.state.head_object(intent.bucket, intent.key, None)
     visible = current is not None and not current.is_delete_marker
     if intent.if_none_match and visible:

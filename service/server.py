@@ -26,6 +26,8 @@ from service.config import Config
 from service.context import AppContext
 from service.engine import Engine, install_crash_hook
 from service.first_run import bootstrap_if_empty
+from service.http.base import new_request_id, valid_request_id
+from service.http.protocol import ServiceHTTPServer, header_deadline
 from service.media.video_shares import reap_expired_shares
 from service.meta import events
 from service.multipart import reap_expired_uploads
@@ -75,10 +77,17 @@ async def flush_key_usage(engine: Engine) -> None:
         await engine.commit(events.access_keys_used(last_used=pending, at=now_ms()))
 
 
-def make_http_server(app: tornado.web.Application, config: Config) -> tornado.httpserver.HTTPServer:
-    """An HTTP server with the limits that keep hostile clients from holding memory."""
-    return tornado.httpserver.HTTPServer(
+def make_http_server(
+    app: tornado.web.Application, config: Config, ctx: AppContext
+) -> tornado.httpserver.HTTPServer:
+    """An HTTP server with the limits that keep hostile clients from holding memory, whose
+    protocol-level refusals are the contract's (``service.http.protocol``)."""
+    return ServiceHTTPServer(
         app,
+        header_deadline=header_deadline(config.idle_timeout),
+        observer=ctx.observe_refusal,
+        new_request_id=new_request_id,
+        valid_request_id=valid_request_id,
         chunk_size=CHUNK_BYTES,
         max_header_size=config.max_header_bytes,
         max_body_size=JSON_BODY_LIMIT,
@@ -115,7 +124,7 @@ async def serve(config: Config) -> None:
     await ctx.webhooks.start()
     await ctx.scrub.start()
     engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
-    server = make_http_server(make_app(ctx), config)
+    server = make_http_server(make_app(ctx), config, ctx)
     server.listen(config.port, address=config.host)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
     watchdog.start()

@@ -23,6 +23,7 @@ from service.client._async_client import (
     AsyncUsers,
     AsyncVideos,
 )
+from service.client._async_stream import AsyncObjectStream
 from service.client._client import (
     AccessKeys,
     BucketClient,
@@ -33,7 +34,6 @@ from service.client._client import (
     Videos,
 )
 from service.client._documents import UNSET
-from service.client._download import AsyncObjectStream, ObjectStream
 from service.client._exceptions import (
     AuthenticationError,
     BadRequestError,
@@ -80,6 +80,7 @@ from service.client._models import (
     VersionPage,
 )
 from service.client._ranges import ByteRange, ContentRange
+from service.client._stream import ObjectStream
 
 __all__ = [
     "UNSET",

@@ -1,10 +1,14 @@
 """``AsyncServiceClient``: the asyncio client, its sub-clients and handles.
 
-The mirror of ``_client``: every method runs the same flow from ``_ops_*``, awaited on the
-``AsyncDriver``. Blocking work (reading files, hashing) runs on the default executor.
+Every method builds a flow from ``_ops_*`` and runs it on the ``AsyncDriver``; no request is
+built or parsed here. Of the two client modules the async one is the source:
+``scripts/unasync.py`` writes the sync one from it, so the two flavours differ only in
+``await``; edit the async one, never the copy.
 
-Thread-safety: use a client from the event loop that first used it; any number of tasks may
-share it. An ``AsyncObjectStream`` belongs to one task.
+Thread-safety: an asyncio client belongs to the event loop that first used it (any number of
+its tasks may share it); a synchronous client, its sub-clients and bucket handles may be used
+from several threads at once (one connection pool is shared). A stream handle belongs to one
+task or thread.
 """
 
 from __future__ import annotations
@@ -21,9 +25,9 @@ from service.client import _ops_multipart as multipart
 from service.client import _ops_objects as objects
 from service.client import _ops_videos as videos
 from service.client._async_io import AsyncDriver
+from service.client._async_stream import AsyncObjectStream
 from service.client._base import ClientBase
 from service.client._documents import UNSET, Unset
-from service.client._download import AsyncObjectStream
 from service.client._flow import Flow
 from service.client._headers import ObjectHeaders
 from service.client._models import (
@@ -72,19 +76,26 @@ class _Part:
 
 
 class AsyncServiceClient(ClientBase):
-    """An asyncio client for the object storage service; the same methods as
-    ``ServiceClient`` (same options, same results), awaited.
+    """An asyncio client for the object storage service.
 
-    Close it (or use ``async with``) to free its connection pool::
+    Connect with a connection string or keyword options; close it (or use ``async with``) to
+    free its connection pool::
 
         from service.client import AsyncServiceClient
 
         async with AsyncServiceClient("http://bk_ID:sk_SECRET@127.0.0.1:9000") as client:
-            await client.buckets.create("photos")
+            photos = await client.buckets.create("photos")
             bucket = client.bucket("photos")
             await bucket.put("hello.txt", b"hello", content_type="text/plain")
             async with await bucket.get("hello.txt") as obj:
                 assert await obj.read() == b"hello"
+
+    Keyword options: ``base_url`` (instead of a connection string), ``access_key`` and
+    ``secret_key``, or ``token`` (a bearer token from ``login``); ``timeout`` (seconds for
+    each read/write, None for none) and ``connect_timeout``; ``retries`` (for requests that
+    are safe to repeat), ``part_retries`` (for multipart parts), ``backoff`` and
+    ``max_backoff`` (seconds); ``max_connections`` (pool size, also the useful upper bound
+    of parallel parts); ``verify`` (TLS verification, or an ``ssl.SSLContext``).
     """
 
     buckets: AsyncBuckets
@@ -157,7 +168,7 @@ class AsyncBuckets(_Part):
     ) -> Bucket:
         """Create a bucket owned by the caller; ConflictError if the name is taken.
 
-        Example: ``await client.buckets.create("logs", quota_bytes=10**9)``
+        Example: ``await client.buckets.create("logs", quota_bytes=10**9, tags={"team": "ops"})``
         """
         return await self._run(
             objects.create_bucket(
@@ -526,8 +537,8 @@ class AsyncBucketClient(_Part):
         (or 200 when the window covers the whole object); InvalidRangeError when it cannot be
         satisfied.
 
-        Example: ``await (await bucket.get_range("log.txt", (0, 99))).read()`` is the first
-        100 bytes.
+        Example: ``window = await bucket.get_range("log.txt", (0, 99))`` streams the first 100
+        bytes.
         """
         reply = await self._run(
             objects.get_object(self.name, key, byte_range=range, version_id=version_id)
@@ -588,7 +599,7 @@ class AsyncBucketClient(_Part):
     ) -> AsyncIterator[Object]:
         """Every object, in key order, one page fetched at a time as iteration goes.
 
-        Example: ``keys = [o.key async for o in bucket.list(prefix="logs/")]``
+        Example: ``async for o in bucket.list(prefix="logs/"): total += o.size_bytes``
         """
         async for page in self.list_pages(prefix=prefix, delimiter=delimiter, page_size=page_size):
             for item in page.objects:
@@ -626,7 +637,7 @@ class AsyncBucketClient(_Part):
         """A URL that performs ``method`` (GET, PUT or HEAD) on ``key`` without credentials
         for ``expires_in`` seconds (1 to 604800). For PUT, ``content_type`` is signed too.
 
-        Example: ``url = (await bucket.presign_get("report.pdf", expires_in=600)).url``
+        Example: ``presigned = await bucket.presign_get("report.pdf", expires_in=600)``
         """
         return await self._run(
             objects.presign(
@@ -688,7 +699,7 @@ class AsyncBucketClient(_Part):
         ``fit`` is cover, contain, fill or inside (default); never upscales unless
         ``enlarge``.
 
-        Example: ``thumb = await (await bucket.image("cat.jpg", width=64)).read()``
+        Example: ``thumb = await bucket.image("cat.jpg", width=64, format="png")``
         """
         reply = await self._run(
             objects.image(

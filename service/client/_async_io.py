@@ -1,23 +1,29 @@
-"""The asynchronous driver: performs a flow's steps with ``httpx.AsyncClient`` and tasks.
+"""The asyncio driver: performs a flow's steps with ``httpx.AsyncClient``.
 
-The counterpart of ``_sync_io`` for asyncio. Everything that may block (reading files,
-hashing, iterating a caller's plain iterator) runs on the default executor so the event loop
-keeps serving other tasks; ``Parallel`` steps run sub-flows as tasks. httpx failures are
-translated here into the client's ``TransportError`` family.
+Of the two driver modules the async one is the source: ``scripts/unasync.py`` writes the
+sync one from it, so edit the async one. ``AsyncDriver.run`` drives any
+flow from ``_ops_*``: requests go through one pooled client (keep-alive connections reused),
+bodies stream from memory, files or iterables a chunk at a time, ``Parallel`` steps run
+sub-flows at once (tasks or threads: see the two ``*_concurrency`` modules). In the
+async flavour everything that may block (reading files, iterating a caller's plain iterator)
+runs on the executor, off the event loop. httpx failures are translated here, at the
+boundary, into the client's ``TransportError`` family.
 
-Thread-safety: use a driver from the event loop it was created on; many tasks may run flows
-on it at once.
+Thread-safety: an asyncio driver belongs to the event loop it was created on (many tasks may
+run flows on it at once); a sync driver may run flows from several threads at once (httpx's
+pool is thread-safe; the driver keeps no per-request state).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, BinaryIO, TypeVar, cast
 
 import httpx
 
+from service.client._async_concurrency import async_iterable_chunks, off_loop, run_parallel
 from service.client._config import ClientConfig
 from service.client._exceptions import error_from_response, transport_error
 from service.client._flow import Blocking, Call, Flow, Parallel, Reply, Sleep, Step, with_retries
@@ -34,24 +40,22 @@ from service.client._payload import (
     memory_chunks,
     read_region,
 )
-from service.client._sync_io import ERROR_BODY_LIMIT
 
 __all__ = [
+    "ERROR_BODY_LIMIT",
     "AsyncDriver",
     "async_content",
-    "off_loop",
 ]
 
 T = TypeVar("T")
 
+#: At most this much of an error answer is read: enough for the contract's JSON, bounded
+#: against a proxy's large HTML page.
+ERROR_BODY_LIMIT = 64 * 1024
+
 AsyncContent = bytes | AsyncIterator[bytes] | None
 
 _DONE = object()
-
-
-async def off_loop(function: Callable[..., T], *args: Any) -> T:
-    """``function(*args)`` on the default executor."""
-    return await asyncio.get_running_loop().run_in_executor(None, function, *args)
 
 
 class AsyncDriver:
@@ -128,69 +132,7 @@ class AsyncDriver:
         raise error_from_response(response.status_code, response.headers, body)
 
     async def _parallel(self, step: Parallel[Any]) -> list[Any]:
-        """Run sub-flows as tasks, taking the next one only when a slot is free. On the first
-        failure the others are cancelled (their parts are either stored or not: both are
-        fine for a resume) and that failure is raised."""
-        slots = asyncio.Semaphore(step.limit)
-        results: dict[int, object] = {}
-        failures: list[BaseException] = []
-        tasks: set[asyncio.Task[None]] = set()
-        next_flow = _flow_source(step.flows)
-
-        async def run_one(index: int, flow: Flow[Any]) -> None:
-            try:
-                results[index] = await self.run(flow)
-            except Exception as exc:
-                failures.append(exc)
-                for task in tasks:
-                    if task is not asyncio.current_task():
-                        task.cancel()
-            finally:
-                slots.release()
-
-        count = 0
-        try:
-            while True:
-                await slots.acquire()
-                if failures:
-                    break
-                flow = await next_flow()
-                if flow is None:
-                    break
-                task = asyncio.create_task(run_one(count, flow))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
-                count += 1
-        except BaseException as exc:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            if isinstance(exc, Exception):
-                failures.insert(0, exc)
-            else:
-                raise
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if failures:
-            raise failures[0]
-        return [results[index] for index in range(count)]
-
-
-def _flow_source(flows: Iterable[Flow[Any]] | AsyncIterable[Flow[Any]]) -> Callable[[], Any]:
-    """An awaitable "next sub-flow or None"; a plain iterator is advanced on the executor
-    because producing a part may read the caller's source."""
-    if isinstance(flows, AsyncIterable):
-        iterator = aiter(flows)
-
-        async def next_async() -> Flow[Any] | None:
-            return await anext(iterator, None)
-
-        return next_async
-    plain = iter(flows)
-
-    async def next_plain() -> Flow[Any] | None:
-        return await off_loop(next, plain, None)
-
-    return next_plain
+        return await run_parallel(step, self.run)
 
 
 async def _read(response: httpx.Response, *, limit: int | None) -> bytes:
@@ -207,8 +149,9 @@ async def _read(response: httpx.Response, *, limit: int | None) -> bytes:
 
 
 async def async_content(body: Body | None) -> tuple[AsyncContent, dict[str, str]]:
-    """What httpx sends for ``body``, and the headers it needs (see ``sync_content``);
-    files are sized and read on the executor."""
+    """What httpx sends for ``body``, and the headers it needs. Files with a known size get
+    a Content-Length (so the server can refuse an over-quota body up front); streams of
+    unknown size go chunked. Called once per attempt, so a retry re-reads from the start."""
     if body is None:
         return None, {}
     if isinstance(body, MemoryBody):
@@ -218,8 +161,8 @@ async def async_content(body: Body | None) -> tuple[AsyncContent, dict[str, str]
     if isinstance(body, RegionBody):
         return _region_chunks(body.fd, body.offset, body.length), _length(body.length)
     if isinstance(body, PathBody):
-        size = (await off_loop(os.stat, body.path)).st_size
-        return _path_chunks(body.path, size), _length(size)
+        stat = await off_loop(os.stat, body.path)
+        return _path_chunks(body.path, stat.st_size), _length(stat.st_size)
     if isinstance(body, FileBody):
         if body.start is None:
             return _file_chunks(body.file, None), {}
@@ -228,7 +171,7 @@ async def async_content(body: Body | None) -> tuple[AsyncContent, dict[str, str]
     if isinstance(body, IterBody):
         return _iter_chunks(iter(body.iterable)), {}
     assert isinstance(body, AsyncIterBody)
-    return _aiter_chunks(body.iterable), {}
+    return async_iterable_chunks(body), {}
 
 
 def _length(size: int) -> dict[str, str]:
@@ -265,6 +208,8 @@ async def _path_chunks(path: str, size: int) -> AsyncIterator[bytes]:
 
 
 async def _file_chunks(file: BinaryIO, size: int | None) -> AsyncIterator[bytes]:
+    """Read ``size`` bytes (or to EOF when None); a file shorter than announced is an error
+    rather than a truncated upload."""
     remaining = size
     while remaining is None or remaining > 0:
         want = CHUNK_BYTES if remaining is None else min(CHUNK_BYTES, remaining)
@@ -280,9 +225,4 @@ async def _file_chunks(file: BinaryIO, size: int | None) -> AsyncIterator[bytes]
 
 async def _iter_chunks(iterator: Iterator[bytes]) -> AsyncIterator[bytes]:
     while (chunk := await off_loop(next, iterator, _DONE)) is not _DONE:
-        yield check_chunk(chunk)
-
-
-async def _aiter_chunks(iterable: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
-    async for chunk in iterable:
         yield check_chunk(chunk)

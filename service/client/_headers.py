@@ -1,12 +1,16 @@
 """Object headers in both directions: building a PUT's headers, parsing a GET/HEAD's.
 
 Custom metadata travels as ``X-Meta-<name>: <value>`` headers, so names must be HTTP tokens
-and values printable ASCII; they are checked here, before anything is sent, instead of
-failing deep inside httpx. Pure; ``ObjectHeaders`` is immutable.
+and values text without control characters; they are checked here, before anything is sent,
+instead of failing deep inside httpx. Values outside visible ASCII travel as RFC 2047 encoded
+words (``=?UTF-8?B?...?=``, the contract's Names section): encoded on a PUT, decoded from a
+GET or HEAD. Pure; ``ObjectHeaders`` is immutable.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import datetime
 import email.utils
@@ -25,6 +29,10 @@ __all__ = ["ObjectHeaders", "put_headers", "quote_etag", "unquote_etag"]
 
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _PRINTABLE_ASCII = re.compile(r"^[\x20-\x7e\t]*$")
+_PLAIN_VALUE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?|")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_ENCODED_WORD = re.compile(r"=\?([^?\s]+)\?([BbQq])\?([^?\s]*)\?=")
+_WORD_BYTES = 45
 _SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
 
 
@@ -79,7 +87,7 @@ class ObjectHeaders:
             content_range=ContentRange.parse(content_range) if content_range else None,
             version_id=None if version in (None, NULL_VERSION_ID) else version,
             custom_metadata={
-                name[len(prefix) :].lower(): value
+                name[len(prefix) :].lower(): decode_value(value)
                 for name, value in headers.items()
                 if name.lower().startswith(prefix) and len(name) > len(prefix)
             },
@@ -131,8 +139,9 @@ def put_headers(
     for name, value in (metadata or {}).items():
         if not _TOKEN.match(name):
             raise ValueError(f"metadata name {name!r} must be letters, digits and -_.")
-        _check_value(f"metadata value of {name!r}", value)
-        headers[HEADER_META_PREFIX + name] = value
+        if not isinstance(value, str) or _CONTROL.search(value):
+            raise ValueError(f"metadata value of {name!r} must be text without control characters")
+        headers[HEADER_META_PREFIX + name] = encode_value(value)
     if checksum is not None:
         if not _SHA256_HEX.match(checksum):
             raise ValueError("checksum must be the 64-character hex SHA-256 of the data")
@@ -149,3 +158,62 @@ def put_headers(
 def _check_value(what: str, value: str) -> None:
     if not isinstance(value, str) or not _PRINTABLE_ASCII.match(value):
         raise ValueError(f"{what} must be printable ASCII (it travels as an HTTP header)")
+
+
+def encode_value(value: str) -> str:
+    """A metadata value as a header: visible ASCII as is, else base64 encoded words.
+
+    >>> encode_value("blue"), encode_value("caf\u00e9")
+    ('blue', '=?UTF-8?B?Y2Fmw6k=?=')
+    """
+    if _PLAIN_VALUE.fullmatch(value) and "=?" not in value:
+        return value
+    data = value.encode("utf-8")
+    words, start = [], 0
+    while start < len(data):
+        end = min(start + _WORD_BYTES, len(data))
+        while end < len(data) and (data[end] & 0xC0) == 0x80:
+            end -= 1  # a UTF-8 sequence stays in one word
+        words.append("=?UTF-8?B?" + base64.b64encode(data[start:end]).decode("ascii") + "?=")
+        start = end
+    return " ".join(words)
+
+
+def decode_value(value: str) -> str:
+    """A metadata header's text: its UTF-8 encoded words decoded (others left as sent).
+
+    >>> decode_value("=?UTF-8?B?Y2Fm?= =?UTF-8?B?w6k=?="), decode_value("plain")
+    ('café', 'plain')
+    """
+    if "=?" not in value:
+        return value
+    out: list[str] = []
+    pending, position = b"", 0
+    for match in _ENCODED_WORD.finditer(value):
+        between = value[position : match.start()]
+        word = _word(match)
+        if word is None:
+            continue
+        if pending and between.strip(" \t") == "":
+            between = ""
+        elif pending:
+            out.append(pending.decode("utf-8", "replace"))
+            pending = b""
+        out.append(between)
+        pending += word
+        position = match.end()
+    out.append(pending.decode("utf-8", "replace"))
+    out.append(value[position:])
+    return "".join(out)
+
+
+def _word(match: re.Match[str]) -> bytes | None:
+    charset, kind, payload = match.groups()
+    if charset.lower() not in ("utf-8", "utf8", "us-ascii"):
+        return None
+    try:
+        if kind in "Bb":
+            return base64.b64decode(payload, validate=True)
+        return binascii.a2b_qp(payload.encode("ascii"), header=True)
+    except (binascii.Error, ValueError, UnicodeError):
+        return None

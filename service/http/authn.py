@@ -39,6 +39,14 @@ from service.timefmt import now_ms
 
 PRESIGN_PARAMS = ("X-Expires", "X-Credential", "X-Signature")
 
+BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="service"'}
+"""The challenge of a failed login and of a 401 to a request that carried a Bearer token.
+
+It never offers Basic: a browser that sees Basic holds the request for its own credentials
+dialog, and a web page (the console) could not show its own message. Requests with Basic
+or no credentials get both schemes (``service.auth.auth_errors.WWW_AUTHENTICATE``).
+"""
+
 
 def _active_user(state: MetaState, user_id: str) -> User:
     user = state.get_user(user_id)
@@ -59,6 +67,17 @@ def authenticate(state: MetaState, server_secret: bytes, request: HTTPServerRequ
     header = request.headers.get("Authorization")
     if not header:
         raise UnauthorizedError()
+    if header[:7].lower() == "bearer " or header.strip().lower() == "bearer":
+        try:
+            return _authenticate(state, server_secret, header)
+        except UnauthorizedError as exc:
+            raise UnauthorizedError(
+                exc.message, headers=BEARER_CHALLENGE, log_detail=exc.log_detail
+            ) from None
+    return _authenticate(state, server_secret, header)
+
+
+def _authenticate(state: MetaState, server_secret: bytes, header: str) -> Principal:
     basic = parse_basic_authorization(header)
     if basic is not None:
         key_id, secret = basic

@@ -26,6 +26,7 @@ from service.api_errors import ApiError, error_body
 from service.auth import Action, Principal, Resource, Scope, authorize
 from service.context import AppContext
 from service.http.authn import authenticate
+from service.http.json_body import load_json_object
 from service.meta import MetaState
 
 log = logging.getLogger("service.http")
@@ -44,7 +45,6 @@ _TORNADO_STATUS_CODES = {
     503: "ServiceUnavailable",
 }
 
-_JSON_MAX_BYTES = 1024 * 1024
 BODYLESS_METHODS = ("GET", "HEAD", "DELETE")
 
 
@@ -103,6 +103,9 @@ class ApiHandler(tornado.web.RequestHandler):
         self.bytes_out = 0
         self.holds_upload_slot = False
         self.set_header("X-Request-Id", self.request_id)
+        self.cors_headers = ctx.cors.headers(self.request.headers.get("Origin"))
+        for name, value in self.cors_headers:
+            self.set_header(name, value)
         ctx.requests_in_flight.add(self)
 
     async def prepare(self) -> None:
@@ -172,28 +175,29 @@ class ApiHandler(tornado.web.RequestHandler):
         self.set_header("Cache-Control", "no-store")
 
     def clear(self) -> None:
-        """Reset headers (Tornado calls this before an error) but keep the request id."""
+        """Reset headers and body (Tornado calls this before an error) but keep the request
+        id and the CORS headers; the body bytes counted so far are dropped with the body."""
         super().clear()
+        self.bytes_out = 0
         request_id = getattr(self, "request_id", None)
         if request_id:
             self.set_header("X-Request-Id", request_id)
+        for name, value in getattr(self, "cors_headers", ()):
+            self.set_header(name, value)
 
     # -- JSON -------------------------------------------------------------------------
 
     def json_body(self) -> dict[str, Any]:
-        """The request body parsed as a JSON object, or 400 MalformedJSON."""
-        body = self.request.body or b""
-        if len(body) > _JSON_MAX_BYTES:
-            raise ApiError("EntityTooLarge", "JSON body too large")
-        if not body.strip():
-            return {}
-        try:
-            parsed = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ApiError("MalformedJSON", f"request body is not valid JSON: {exc}") from None
-        if not isinstance(parsed, dict):
-            raise ApiError("MalformedJSON", "request body must be a JSON object")
-        return parsed
+        """The request body as a JSON object (``service.http.json_body``'s limits)."""
+        return load_json_object(self.request.body or b"")
+
+    def write(self, chunk: str | bytes | dict[str, Any]) -> None:
+        """Tornado's write, counting the body bytes (access log, byte metrics)."""
+        if isinstance(chunk, str):
+            chunk = chunk.encode("utf-8")
+        if isinstance(chunk, bytes):
+            self.bytes_out += len(chunk)
+        super().write(chunk)
 
     def send_json(self, status: int, payload: Any) -> None:
         self.set_status(status)
@@ -249,7 +253,7 @@ class ApiHandler(tornado.web.RequestHandler):
             method=self.request.method or "-",
             status=self.get_status(),
             started_at=self.started_at,
-            bytes_in=self.bytes_in,
+            bytes_in=self.bytes_in or len(self.request.body or b""),
             bytes_out=self.bytes_out,
             credential=self.credential_id,
             remote=self.request.remote_ip,

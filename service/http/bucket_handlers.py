@@ -17,7 +17,9 @@ from service.api_errors import ApiError
 from service.auth import Action
 from service.buckets import create_bucket, delete_bucket, require_bucket, update_bucket
 from service.http.base import ApiHandler
+from service.http.json_body import load_json
 from service.http.render import bucket_json, object_json, version_json
+from service.numbers import require_int
 
 MAX_LIST_LIMIT = 1000
 
@@ -31,17 +33,15 @@ def decode_cursor(cursor: str) -> Any:
     """The marker inside a cursor, or 400 InvalidArgument when it was not ours."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        return json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
-    except (ValueError, UnicodeError, binascii.Error):
+        return load_json(base64.urlsafe_b64decode(padded.encode("ascii")), "cursor")
+    except (ValueError, UnicodeError, binascii.Error, ApiError):
         raise ApiError("InvalidArgument", "cursor is not valid") from None
 
 
 def parse_limit(raw: str | None) -> int:
     if raw is None:
         return MAX_LIST_LIMIT
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIST_LIMIT:
-        raise ApiError("InvalidArgument", f"limit must be an integer from 1 to {MAX_LIST_LIMIT}")
-    return int(raw)
+    return require_int(raw, "limit", 1, MAX_LIST_LIMIT)
 
 
 class BucketsHandler(ApiHandler):
@@ -95,7 +95,7 @@ class ObjectListHandler(ApiHandler):
         require_bucket(self.ctx.engine, bucket)
         prefix = self.get_query_argument("prefix", "")
         delimiter = self.get_query_argument("delimiter", "") or None
-        limit = parse_limit(self.get_query_argument("limit", None))
+        limit = parse_limit(self.get_query_argument("limit", None, strip=False))
         cursor = self.get_query_argument("cursor", "") or None
         start_after = None
         if cursor is not None:
@@ -125,7 +125,7 @@ class VersionListHandler(ApiHandler):
         self.authorize(Action.OBJECT_LIST, bucket=bucket)
         require_bucket(self.ctx.engine, bucket)
         prefix = self.get_query_argument("prefix", "")
-        limit = parse_limit(self.get_query_argument("limit", None))
+        limit = parse_limit(self.get_query_argument("limit", None, strip=False))
         cursor = self.get_query_argument("cursor", "") or None
         start_after = None
         if cursor is not None:

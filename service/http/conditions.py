@@ -10,7 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from service.api_errors import ApiError
+from service.numbers import MAX_DIGITS, bounded_int
 from service.timefmt import parse_http_date
+
+_MAX_POSITION = 10**MAX_DIGITS - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,30 +54,42 @@ def parse_range(header: str | None, size: int) -> ByteWindow | RangeResult:
     <RangeResult.WHOLE: 'whole'>
     >>> parse_range("bytes=0-0", 0)
     <RangeResult.UNSATISFIABLE: 'unsatisfiable'>
+
+    A position that is not 1 to ``MAX_DIGITS`` ASCII digits is 400 InvalidArgument (the
+    contract's rule for every number a client sends), not an ignored range.
     """
     if header is None:
         return RangeResult.WHOLE
     unit, sep, spec = header.strip().partition("=")
     if not sep or unit.strip().lower() != "bytes" or "," in spec:
         return RangeResult.WHOLE
-    first, dash, last = spec.strip().partition("-")
-    first, last = first.strip(), last.strip()
-    if not dash or not (first.isdigit() or first == "") or not (last.isdigit() or last == ""):
+    first_text, dash, last_text = spec.strip().partition("-")
+    if not dash:
         return RangeResult.WHOLE
-    if first == "":
-        if last == "":
+    first, last = _position(first_text), _position(last_text)
+    if first is None:
+        if last is None:
             return RangeResult.WHOLE
-        suffix = int(last)
-        if suffix == 0 or size == 0:
+        if last == 0 or size == 0:
             return RangeResult.UNSATISFIABLE
-        return ByteWindow(max(0, size - suffix), size)
-    start = int(first)
-    if last != "" and int(last) < start:
+        return ByteWindow(max(0, size - last), size)
+    if last is not None and last < first:
         return RangeResult.WHOLE
-    if start >= size:
+    if first >= size:
         return RangeResult.UNSATISFIABLE
-    end = size if last == "" else min(int(last) + 1, size)
-    return ByteWindow(start, end)
+    end = size if last is None else min(last + 1, size)
+    return ByteWindow(first, end)
+
+
+def _position(text: str) -> int | None:
+    """A byte position of a range (None when empty): ASCII digits, else 400."""
+    text = text.strip()
+    if text == "":
+        return None
+    value = bounded_int(text, 0, _MAX_POSITION)
+    if value is None:
+        raise ApiError("InvalidArgument", f"range positions are 1 to {MAX_DIGITS} ASCII digits")
+    return value
 
 
 def _etag_list(header: str) -> list[str]:

@@ -6,7 +6,9 @@ state. Every decision of who may do what is ``service.auth.policy``'s; the handl
 name the action and the resource. Two rules of their own, where the contract is silent:
 a failed login's lockout answers 401 with ``Retry-After`` (the contract has no 429), and
 the last active admin can be neither disabled, demoted nor deleted (409 InvalidState), so
-the server can never lock its operators out.
+the server can never lock its operators out. Usernames are unique and logged in with
+without regard to case, and a user holds a bounded number of access keys
+(``service.http.caps``).
 
 Thread-safety: event-loop thread only.
 """
@@ -39,7 +41,10 @@ from service.auth import (
 )
 from service.auth.passwords import MAX_PASSWORD_CHARS
 from service.buckets import outcome_error, require_bucket
+from service.header_fields import require_content_type
+from service.http.authn import BEARER_CHALLENGE
 from service.http.base import ApiHandler
+from service.http.caps import MAX_ACCESS_KEYS_PER_USER, fold, user_by_any_case
 from service.meta import AccessKey, MetaState, User, events
 from service.names import key_problem
 from service.timefmt import now_ms, rfc3339_ms, rfc3339_seconds
@@ -104,12 +109,14 @@ class LoginHandler(ApiHandler):
         ctx = self.ctx
         address = self.request.remote_ip or "-"
         now = time.time()
-        wait = ctx.login_throttle.check(username, address, now)
+        throttled = fold(username)
+        wait = ctx.login_throttle.check(throttled, address, now)
         if wait > 0:
             raise UnauthorizedError(
-                "too many failed logins; retry later", headers={"Retry-After": str(int(wait) + 1)}
+                "too many failed logins; retry later",
+                headers={"Retry-After": str(int(wait) + 1), **BEARER_CHALLENGE},
             )
-        user = ctx.engine.state.user_by_username(username)
+        user = user_by_any_case(ctx.engine.state, username)
         # No stored password is longer, so an overlong one is wrong without an Argon2 run.
         valid = len(password) <= MAX_PASSWORD_CHARS and await verify_password(
             user.password_hash if user else None, password, ctx.engine.executor
@@ -117,11 +124,11 @@ class LoginHandler(ApiHandler):
         if user is None or not valid:
             # Counted from now, not from the request's start: the Argon2 run must not eat
             # into the lockout it triggers.
-            ctx.login_throttle.record_failure(username, address, time.time())
-            raise UnauthorizedError("wrong username or password")
+            ctx.login_throttle.record_failure(throttled, address, time.time())
+            raise UnauthorizedError("wrong username or password", headers=BEARER_CHALLENGE)
         if user.status != "active":
             raise AccountDisabledError()
-        ctx.login_throttle.record_success(username)
+        ctx.login_throttle.record_success(throttled)
         token, expires_at = issue_token(ctx.server_secret, user.user_id, now, ctx.config.token_ttl)
         self.credential_id = user.user_id
         self.send_json(
@@ -152,19 +159,18 @@ class UsersHandler(ApiHandler):
         if problem:
             raise ApiError("InvalidArgument", problem)
         engine = self.ctx.engine
-        if engine.state.user_by_username(username) is not None:
-            raise ApiError("UserAlreadyExists", f"user {username!r} already exists")
-        password_hash = await hash_password(password, engine.executor)
-        user_id = "u_" + secrets.token_hex(8)
-        outcome = await engine.commit(
-            events.user_created(
-                user_id=user_id,
-                username=username,
-                password_hash=password_hash,
-                role=role,
-                at=now_ms(),
+        with self.ctx.reservations.new_username(engine.state, username):
+            password_hash = await hash_password(password, engine.executor)
+            user_id = "u_" + secrets.token_hex(8)
+            outcome = await engine.commit(
+                events.user_created(
+                    user_id=user_id,
+                    username=username,
+                    password_hash=password_hash,
+                    role=role,
+                    at=now_ms(),
+                )
             )
-        )
         if not outcome.ok:
             raise outcome_error(outcome)
         user = engine.state.get_user(user_id)
@@ -276,15 +282,19 @@ class AccessKeysHandler(ApiHandler):
         if engine.state.get_user(user_id) is None:
             raise ApiError("NoSuchUser", "no such user")
         key_id, secret = generate_access_key()
-        outcome = await engine.commit(
-            events.access_key_created(
-                access_key_id=key_id,
-                user_id=user_id,
-                name=name,
-                secret_digest=digest_secret(secret),
-                at=now_ms(),
+        held = len(engine.state.list_access_keys(user_id))
+        with self.ctx.reservations.within_cap(
+            "access keys", user_id, held, MAX_ACCESS_KEYS_PER_USER
+        ):
+            outcome = await engine.commit(
+                events.access_key_created(
+                    access_key_id=key_id,
+                    user_id=user_id,
+                    name=name,
+                    secret_digest=digest_secret(secret),
+                    at=now_ms(),
+                )
             )
-        )
         if not outcome.ok:
             raise outcome_error(outcome)
         key = engine.state.get_access_key(key_id)
@@ -352,8 +362,8 @@ class PresignHandler(ApiHandler):
         if problem:
             raise ApiError("InvalidArgument", problem)
         content_type = body.get("content_type")
-        if content_type is not None and not isinstance(content_type, str):
-            raise ApiError("InvalidArgument", "content_type must be a string")
+        if content_type is not None:
+            require_content_type(content_type)
         action = Action.OBJECT_WRITE if method == "PUT" else Action.OBJECT_READ
         self.authorize(Action.PRESIGN_CREATE, bucket=bucket)
         self.authorize(action, bucket=bucket)

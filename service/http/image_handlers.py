@@ -21,6 +21,7 @@ from typing import Any
 
 from service.api_errors import ApiError
 from service.auth import Action
+from service.header_fields import validate_custom_metadata
 from service.http.base import ApiHandler
 from service.http.identity import require_string
 from service.media.image_variants import Variant
@@ -114,7 +115,6 @@ class ImageHandler(ImageHandlerBase):
             return
         self.set_header("Content-Type", variant.content_type)
         self.set_header("Content-Length", str(len(variant.data)))
-        self.bytes_out = len(variant.data)
         self.finish(variant.data)
 
 
@@ -130,6 +130,7 @@ class ImageOptimizeHandler(ImageHandlerBase):
         target_key = body.get("target_key")
         if target_key is not None and not isinstance(target_key, str):
             raise ApiError("InvalidArgument", "target_key must be a string")
+        metadata = validate_custom_metadata(body.get("custom_metadata") or {})
         self.authorize(Action.IMAGE_OPTIMIZE, bucket=bucket)
         try:
             params = parse_json(body)
@@ -142,7 +143,9 @@ class ImageOptimizeHandler(ImageHandlerBase):
         engine.ensure_writable()  # before the work, not after it
         variant = await self.variant(source, params)
         target = target_key if target_key is not None else default_target_key(key, variant.format)
-        intent = PutIntent(bucket=bucket, key=target, content_type=variant.content_type)
+        intent = PutIntent(
+            bucket=bucket, key=target, content_type=variant.content_type, custom_metadata=metadata
+        )
         stored = await store_server_made(engine, intent, variant.data)
         self.send_json(201, optimized_json(source, stored, variant))
 

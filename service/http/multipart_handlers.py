@@ -11,6 +11,8 @@ from service.api_errors import ApiError
 from service.auth import Action
 from service.buckets import require_bucket
 from service.http.base import ApiHandler
+from service.http.bucket_handlers import decode_cursor, encode_cursor, parse_limit
+from service.http.caps import MAX_OPEN_UPLOADS_PER_USER
 from service.http.object_handlers import parse_expected_sha256
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
@@ -25,7 +27,7 @@ from service.multipart import (
     start_upload,
     store_part,
 )
-from service.timefmt import rfc3339_ms
+from service.timefmt import now_ms, rfc3339_ms
 
 
 def session_json(session: UploadSession) -> dict[str, Any]:
@@ -55,7 +57,14 @@ class MultipartInitHandler(ApiHandler):
         bucket = body.get("bucket")
         if isinstance(bucket, str):
             self.authorize(Action.MULTIPART_CREATE, bucket=bucket)
-        session = await start_upload(self.ctx.engine, self.principal.user_id, body)
+        owner = self.principal.user_id
+        engine = self.ctx.engine
+        now = now_ms()
+        held = sum(1 for s in engine.state.uploads() if s.owner == owner and s.expires_at > now)
+        with self.ctx.reservations.within_cap(
+            "open multipart uploads", owner, held, MAX_OPEN_UPLOADS_PER_USER
+        ):
+            session = await start_upload(engine, owner, body)
         self.send_json(201, session_json(session))
 
 
@@ -64,13 +73,50 @@ class MultipartListHandler(ApiHandler):
     SUPPORTED_METHODS = ("GET",)
 
     def get(self) -> None:
+        """Open sessions of a bucket by key, then age: ``limit`` (1..1000) per page, and
+        ``next_cursor`` to resume after the page, like the object listing."""
         bucket = self.get_query_argument("bucket", None)
         if not bucket:
             raise ApiError("InvalidArgument", "the bucket query parameter is required")
         self.authorize(Action.MULTIPART_LIST, bucket=bucket)
         require_bucket(self.ctx.engine, bucket)
-        sessions = self.ctx.engine.state.uploads(bucket)
-        self.send_json(200, {"uploads": [session_json(session) for session in sessions]})
+        limit = parse_limit(self.get_query_argument("limit", None, strip=False))
+        after = session_marker(self.get_query_argument("cursor", "") or None)
+        now = now_ms()
+        sessions = [
+            session
+            for session in self.ctx.engine.state.uploads(bucket)
+            if session.expires_at > now and (after is None or sort_key(session) > after)
+        ]
+        page = sessions[:limit]
+        next_cursor = (
+            encode_cursor(list(sort_key(page[-1]))) if len(sessions) > limit and page else None
+        )
+        self.send_json(
+            200,
+            {"uploads": [session_json(session) for session in page], "next_cursor": next_cursor},
+        )
+
+
+def sort_key(session: UploadSession) -> tuple[str, int, str]:
+    """Where a session sits in the listing (the state sorts a bucket's sessions so)."""
+    return (session.key, session.created_at, session.upload_id)
+
+
+def session_marker(cursor: str | None) -> tuple[str, int, str] | None:
+    """The last session of the previous page, from its cursor (400 if not ours)."""
+    if cursor is None:
+        return None
+    marker = decode_cursor(cursor)
+    if (
+        not isinstance(marker, list)
+        or len(marker) != 3
+        or not isinstance(marker[0], str)
+        or not isinstance(marker[1], int)
+        or not isinstance(marker[2], str)
+    ):
+        raise ApiError("InvalidArgument", "cursor is not valid")
+    return (marker[0], marker[1], marker[2])
 
 
 class MultipartSessionHandler(ApiHandler):
@@ -122,7 +168,9 @@ class MultipartPartHandler(StreamingBodyHandler):
         upload_id = self.path_kwargs["upload_id"]
         session = open_session(self.ctx.engine, upload_id)
         self.authorize(Action.MULTIPART_UPLOAD_PART, bucket=session.bucket)
-        self.part_number = parse_part_number(self.get_query_argument("partNumber", None))
+        self.part_number = parse_part_number(
+            self.get_query_argument("partNumber", None, strip=False)
+        )
         self.expected_sha256 = parse_expected_sha256(self.request.headers.get("X-Checksum-Sha256"))
         self.ctx.engine.ensure_writable()
         self.upload_session = session

@@ -16,11 +16,17 @@ from typing import Any
 from fsseam import crashpoints
 from service.api_errors import ApiError
 from service.auth import Action, Principal
+from service.header_fields import (
+    content_type_problem,
+    decode_header_value,
+    guess_content_type,
+    validate_custom_metadata,
+)
 from service.http.authn import is_presigned, presigned_principal
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
+from service.numbers import MAX_DIGITS, require_int
 from service.objects import (
-    DEFAULT_CONTENT_TYPE,
     PutIntent,
     delete_object,
     precheck_put,
@@ -30,16 +36,30 @@ from service.objects import (
 
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 _META_PREFIX = "x-meta-"
+MAX_CONTENT_LENGTH = 10**MAX_DIGITS - 1
 
 
 def parse_custom_metadata(headers: Any) -> dict[str, str]:
-    """``X-Meta-<name>: <value>`` headers as a dict with lowercase names."""
+    """``X-Meta-<name>: <value>`` headers as checked metadata with lowercase names; values
+    may be RFC 2047 encoded words or raw UTF-8 (``service.header_fields``)."""
     metadata: dict[str, str] = {}
     for name, value in headers.get_all():
         lowered = name.lower()
         if lowered.startswith(_META_PREFIX) and len(lowered) > len(_META_PREFIX):
-            metadata[lowered[len(_META_PREFIX) :]] = value
-    return metadata
+            field = lowered[len(_META_PREFIX) :]
+            metadata[field] = decode_header_value(value, f"metadata value of {field!r}")
+    return validate_custom_metadata(metadata)
+
+
+def put_content_type(headers: Any, key: str) -> str:
+    """The PUT's ``Content-Type`` (checked), or the type guessed from the key's extension."""
+    declared = headers.get("Content-Type")
+    if not declared:
+        return guess_content_type(key)
+    problem = content_type_problem(declared)
+    if problem:
+        raise ApiError("InvalidArgument", problem)
+    return str(declared)
 
 
 def parse_if_match(value: str | None) -> str | None:
@@ -96,9 +116,7 @@ class ObjectHandler(StreamingBodyHandler):
         length_header = headers.get("Content-Length")
         content_length = None
         if length_header is not None:
-            if not length_header.isdigit():
-                raise ApiError("InvalidArgument", "Content-Length must be a number")
-            content_length = int(length_header)
+            content_length = require_int(length_header, "Content-Length", 0, MAX_CONTENT_LENGTH)
             if content_length > ctx.config.max_object_bytes:
                 raise ApiError("EntityTooLarge", "the object is larger than the server accepts")
         if_none_match = headers.get("If-None-Match")
@@ -107,7 +125,7 @@ class ObjectHandler(StreamingBodyHandler):
         intent = PutIntent(
             bucket=self.bucket_name,
             key=self.key,
-            content_type=headers.get("Content-Type") or DEFAULT_CONTENT_TYPE,
+            content_type=put_content_type(headers, self.key),
             custom_metadata=parse_custom_metadata(headers),
             if_none_match=if_none_match is not None,
             if_match=parse_if_match(headers.get("If-Match")),

@@ -114,9 +114,17 @@ class ObjectReadRouter(tornado.routing.Router):
     """GET and HEAD of one route go to an ``ObjectRead``; other methods fall through."""
 
     def __init__(
-        self, ctx: AppContext, route_name: str, resolve: Resolve, argument_codes: dict[str, str]
+        self,
+        ctx: AppContext,
+        route_name: str,
+        resolve: Resolve,
+        argument_codes: dict[str, str],
+        *,
+        any_origin: bool = False,
     ) -> None:
         self.ctx = ctx
+        self.any_origin = any_origin
+        """Every origin may read this route from a browser (share playback)."""
         self.route_name = route_name
         self.resolve = resolve
         self.argument_codes = argument_codes
@@ -291,6 +299,9 @@ class ObjectRead(HTTPMessageDelegate):
         response["Server"] = "service"
         response["Date"] = http_date(now_ms() // 1000 * 1000)
         response["X-Request-Id"] = self.request_id
+        origin = self.request.headers.get("Origin")
+        for name, value in self.ctx.cors.headers(origin, public=self.router.any_origin):
+            response[name] = value
         for name, value in headers:
             response[name] = value
         start = ResponseStartLine("HTTP/1.1", status, responses.get(status, "Unknown"))
@@ -306,6 +317,7 @@ class ObjectRead(HTTPMessageDelegate):
             body = json.dumps(error_body(error.code, error.message, self.request_id)).encode()
             headers.append(("Content-Type", _JSON_TYPE))
         headers.append(("Content-Length", str(len(body))))
+        self.bytes_out = len(body)
         try:
             self.write_head(error.status, headers, body)
             self.connection.finish()

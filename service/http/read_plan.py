@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from service.api_errors import ApiError
+from service.header_fields import encode_header_value, header_safe_content_type, header_safe_name
 from service.http.conditions import (
     ByteWindow,
     RangeResult,
@@ -36,16 +37,23 @@ class ReadPlan:
 
 
 def object_headers(version: ObjectVersion) -> list[tuple[str, str]]:
-    """The representation headers every read of ``version`` carries (304 included)."""
+    """The representation headers every read of ``version`` carries (304 included).
+
+    Stored fields go out in a form a header can always hold (``service.header_fields``):
+    metadata values outside visible ASCII as RFC 2047 encoded words, a stored content type
+    or name that no header may carry (written by an older version) replaced or left out.
+    """
     headers = [
-        ("Content-Type", version.content_type),
+        ("Content-Type", header_safe_content_type(version.content_type)),
         ("ETag", f'"{version.sha256}"'),
         ("X-Checksum-Sha256", version.sha256),
         ("Last-Modified", http_date(version.updated_at)),
         ("Accept-Ranges", "bytes"),
         ("X-Version-Id", version.version_id or "null"),
     ]
-    headers.extend((f"X-Meta-{name}", value) for name, value in version.custom_metadata.items())
+    for name, value in version.custom_metadata.items():
+        if header_safe_name(name) is not None:
+            headers.append((f"X-Meta-{name}", encode_header_value(value)))
     return headers
 
 

@@ -19,6 +19,7 @@ import tornado.web
 
 from service.api_errors import ApiError
 from service.http.base import BODYLESS_METHODS, ApiHandler
+from service.numbers import bounded_int
 from service.objects import storage_failure
 from service.storage import StagedPayload, StagingUpload
 
@@ -82,8 +83,7 @@ class StreamingBodyHandler(ApiHandler):
             return False
         if headers.get("Expect", "").lower() == "100-continue":
             return False
-        length = headers.get("Content-Length", "")
-        return length.isdigit() and int(length) <= DRAIN_LIMIT_BYTES
+        return bounded_int(headers.get("Content-Length", ""), 0, DRAIN_LIMIT_BYTES) is not None
 
     def raise_deferred_failure(self) -> None:
         """Send the refusal that ``prepare`` deferred until the body was drained."""

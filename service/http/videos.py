@@ -27,6 +27,7 @@ from service.api_errors import ApiError
 from service.auth import Action, Principal, Resource, is_allowed, validate_expires_in
 from service.buckets import require_bucket
 from service.context import AppContext
+from service.header_fields import validate_custom_metadata
 from service.http.base import ApiHandler, authorize_action
 from service.http.object_reads import ReadTarget
 from service.http.render import object_json
@@ -118,9 +119,11 @@ class ThumbnailHandler(VideoHandler):
     SUPPORTED_METHODS = ("POST",)
 
     async def post(self) -> None:
-        params = parse_thumbnail_params(self.json_body())
+        body = self.json_body()
+        params = parse_thumbnail_params(body)
+        metadata = validate_custom_metadata(body.get("custom_metadata") or {})
         self.authorize(Action.VIDEO_THUMBNAIL, bucket=params.bucket)
-        version = await self.ctx.video_thumbnails.make(params)
+        version = await self.ctx.video_thumbnails.make(params, metadata)
         self.set_header("ETag", f'"{version.sha256}"')
         self.set_header("X-Version-Id", version.version_id or "null")
         self.send_json(201, object_json(version))
@@ -248,9 +251,8 @@ def resolve_playback_read(
     """``GET``/``HEAD /api/v1/videos/play/{token}/{path}``: one output of a shared job.
 
     Public: the token is the credential. The output is served exactly as an object GET
-    serves it (``ObjectRead``: ranges, conditions, headers), plus
-    ``Access-Control-Allow-Origin: *`` so a browser player on another origin can fetch
-    playlists and segments.
+    serves it (``ObjectRead``: ranges, conditions, headers); its route allows every origin
+    (CORS), so a browser player on another origin can fetch playlists and segments.
     """
     engine = ctx.engine
     share, _job, version = resolve_playback(
@@ -265,7 +267,7 @@ def resolve_playback_read(
         via="share",
     )
     authorize_action(engine.state, principal, Action.VIDEO_SHARE_PLAY)
-    return ReadTarget(version, share.share_id, (("Access-Control-Allow-Origin", "*"),))
+    return ReadTarget(version, share.share_id)
 
 
 class PlayOtherMethodsHandler(ApiHandler):

@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -41,6 +40,7 @@ from typing import Any, Literal, cast
 from PIL import ExifTags, Image, ImageOps, features
 
 from service.media.seam_file import RandomAccessFile, SeamFileReader
+from service.numbers import bounded_int
 
 ImageFormat = Literal["jpeg", "png", "webp", "avif"]
 Fit = Literal["cover", "contain", "fill", "inside"]
@@ -90,7 +90,7 @@ _SWAPS_AXES = frozenset({5, 6, 7, 8})
 """EXIF orientations that turn the image by 90 degrees."""
 _DRAFT_GAP = 2.0
 """A JPEG is decoded at a reduced scale only down to twice the output size (quality)."""
-_DIGITS = re.compile(r"^[0-9]{1,9}$")
+_QUERY_INT_MAX = 999_999_999
 _TRUE, _FALSE = frozenset({"true", "1"}), frozenset({"false", "0"})
 _WHITE = (255, 255, 255)
 _TRANSPARENT = (0, 0, 0, 0)
@@ -209,9 +209,10 @@ def _query_int(arguments: Mapping[str, str], name: str) -> int | None:
     raw = arguments.get(name)
     if raw is None:
         return None
-    if not _DIGITS.match(raw):
+    value = bounded_int(raw, 0, _QUERY_INT_MAX)
+    if value is None:
         raise ImageParameterError(f"{name} must be a positive integer, not {raw[:20]!r}")
-    return int(raw)
+    return value
 
 
 def _query_bool(arguments: Mapping[str, str], name: str) -> bool:

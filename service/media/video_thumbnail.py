@@ -24,6 +24,7 @@ Thread-safety: ``render_thumbnail`` shares nothing (one call per thread);
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import IO, cast
 
 import av
@@ -145,7 +146,9 @@ class ThumbnailMaker:
         self._max_pixels = max_pixels
         self._slots = asyncio.Semaphore(max(1, concurrency))
 
-    async def make(self, params: ThumbnailParams) -> ObjectVersion:
+    async def make(
+        self, params: ThumbnailParams, custom_metadata: Mapping[str, str] | None = None
+    ) -> ObjectVersion:
         """Render the thumbnail ``params`` ask for and store it; the stored object.
 
         404 for a missing source, 400 InvalidKey for a bad target key (checked before any
@@ -158,7 +161,12 @@ class ThumbnailMaker:
         require_key(target)
         async with self._slots:
             data = await engine.run_blocking(self._render, source, params)
-        intent = PutIntent(bucket=params.bucket, key=target, content_type=params.content_type)
+        intent = PutIntent(
+            bucket=params.bucket,
+            key=target,
+            content_type=params.content_type,
+            custom_metadata=custom_metadata or {},
+        )
         return await store_server_made(engine, intent, data)
 
     def _render(self, source: ObjectVersion, params: ThumbnailParams) -> bytes:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -89,9 +90,16 @@ def anonymous(server: ServerProcess) -> httpx.Client:
 
 
 def assert_unauthorized(response: httpx.Response) -> None:
+    """401 Unauthorized with the contract's challenge: a failed login and a request that
+    carried a Bearer token are offered Bearer only (no browser credentials dialog), the rest
+    both schemes."""
     assert_error(response, 401, "Unauthorized")
     challenge = response.headers.get("WWW-Authenticate", "")
-    assert "Basic" in challenge and "Bearer" in challenge
+    sent = response.request.headers.get("Authorization", "")
+    if response.request.url.path.endswith("/auth/login") or sent.lower().startswith("bearer"):
+        assert challenge.startswith("Bearer") and "Basic" not in challenge, challenge
+    else:
+        assert "Basic" in challenge and "Bearer" in challenge
 
 
 def journal_sequence(api: httpx.Client) -> int:
@@ -149,12 +157,15 @@ def test_bootstrap_admin_logs_in_with_the_configured_password(server: ServerProc
 def test_tokens_expire_after_the_configured_ttl(
     server_factory: Callable[..., ServerProcess],
 ) -> None:
-    proc = server_factory(SERVICE_TOKEN_TTL="1")
+    # Long enough that a loaded machine still uses the token before it expires; the second
+    # request waits for the expiry the login reported.
+    proc = server_factory(SERVICE_TOKEN_TTL="4")
     response = login(proc, "admin", proc.admin_password)
     assert response.status_code == 200, response.text
+    expires_at = datetime.fromisoformat(response.json()["expires_at"].replace("Z", "+00:00"))
     with bearer(proc, response.json()["token"]) as client:
         assert client.get("/buckets").status_code == 200
-        time.sleep(1.2)
+        time.sleep(max(0.0, expires_at.timestamp() - time.time()) + 0.3)
         assert_unauthorized(client.get("/buckets"))
 
 

@@ -1,0 +1,275 @@
+"""The ``svc`` command line (issue 15): big copies, many small files, an unchanged mirror.
+
+In one run against a strict server, each case interleaved with its anchor (A B A B, medians):
+
+- ``svc cp`` of one big file (1 GiB in the full profile) beside ``curl -T`` of the same file
+  (target >= 0.9x MiB/s). Twice: with the default (parallel multipart parts, resumable) and
+  with ``--multipart-threshold`` above the size (one streamed PUT, like curl's).
+- ``svc cp -r`` of a tree of 4 KiB files (10,000 in the full profile) beside a plain
+  sequential loop of ``ServiceClient`` ``bucket.put`` over the same files in this process
+  (target >= 3x files/s). svc's figure includes its own start-up.
+- ``svc mirror`` of the same tree once it is stored unchanged: seconds (target < 10 s) and
+  the command's peak RSS (target < 100 MiB, its ``VmHWM``), beside ``svc ls -r`` of
+  the stored tree and the peak RSS of ``svc --version``.
+
+Each timed run removes what it stored afterwards (untimed), as the other benches do, so every
+round writes to a comparable disk.
+
+Thread-safety: a script; the commands under test are child processes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+from bench import (
+    FULL,
+    KIB,
+    MIB,
+    Profile,
+    Row,
+    compare,
+    interleave,
+    limit_row,
+    make_data_file,
+    scratch_dir,
+)
+from bench.memory_bench import peak_rss_mib
+from bench.server_bench import BUCKET, size_label, start_server
+from service.client import ServiceClient
+from tests.serverproc import ServerProcess
+
+#: How many 4 KiB files each profile copies and mirrors.
+FILES = {"full": 10_000, "quick": 2_000, "smoke": 40}
+FILES_PER_DIR = 100
+SMALL = 4 * KIB
+
+
+def svc_command() -> list[str]:
+    installed = shutil.which("svc", path=str(Path(sys.executable).parent))
+    return [installed] if installed else [sys.executable, "-m", "service.cli"]
+
+
+class Runner:
+    """Runs ``svc`` with its config in a private HOME and ``SVC_URL`` naming the server."""
+
+    def __init__(self, server: ServerProcess, home: str) -> None:
+        self.server = server
+        self.env = {
+            **os.environ,
+            "HOME": home,
+            "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+            "SVC_URL": server.connection_string,
+        }
+
+    def run(self, *args: str) -> tuple[float, float]:
+        """Seconds and peak RSS (MiB) of one ``svc args``; an error stops the bench."""
+        started = time.perf_counter()
+        child = subprocess.Popen(
+            [*svc_command(), *args],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        peak = PeakWatcher(child.pid)
+        _, stderr = child.communicate()
+        elapsed = time.perf_counter() - started
+        peak.stop()
+        if child.returncode != 0:
+            raise RuntimeError(f"svc {' '.join(args)} exited {child.returncode}: {stderr!r}")
+        return elapsed, peak.mib
+
+
+class PeakWatcher:
+    """The peak RSS of a running child, read from its ``VmHWM`` every few milliseconds.
+
+    Not ``wait4``'s ``ru_maxrss``: that keeps the maximum across ``exec``, so it reports the
+    forking parent's size (this bench process) whenever that is larger than the command's.
+    ``VmHWM`` belongs to the address space, which ``exec`` replaces; reads are counted only
+    once the child runs svc (its command line names it).
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.mib = 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._done.is_set():
+            try:
+                cmdline = Path(f"/proc/{self.pid}/cmdline").read_bytes()
+                if b"svc" in cmdline or b"service.cli" in cmdline:
+                    self.mib = max(self.mib, peak_rss_mib(self.pid))
+            except (OSError, RuntimeError):
+                return  # exited (or a zombie without memory): the last read stands
+            time.sleep(0.005)
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def curl_put(server: ServerProcess, path: str, key: str) -> float:
+    url = f"{server.api}/buckets/{BUCKET}/objects/{key}"
+    credentials = f"{server.access_key}:{server.secret_key}"
+    started = time.perf_counter()
+    subprocess.run(
+        ["curl", "-sS", "-f", "-o", "/dev/null", "-u", credentials, "-T", path, url], check=True
+    )
+    return time.perf_counter() - started
+
+
+def big_copy(runner: Runner, profile: Profile, directory: str) -> list[Row]:
+    server = runner.server
+    size = profile.big_bytes
+    data = make_data_file(os.path.join(directory, "big.bin"), size)
+    client = ServiceClient(server.connection_string)
+    bucket = client.bucket(BUCKET)
+    rounds = iter(range(1_000_000))
+
+    def svc(*flags: str) -> float:
+        key = f"big-svc-{next(rounds)}"
+        seconds, _ = runner.run("cp", *flags, data, f"env/{BUCKET}/{key}")
+        bucket.delete(key)
+        return size / MIB / seconds
+
+    def curl() -> float:
+        key = f"big-curl-{next(rounds)}"
+        seconds = curl_put(server, data, key)
+        bucket.delete(key)
+        return size / MIB / seconds
+
+    single = ("--multipart-threshold", str(size + 1))
+    results = interleave(
+        {"multipart": svc, "single": lambda: svc(*single), "curl": curl}, profile.repeats
+    )
+    client.close()
+    label = size_label(size)
+    return [
+        compare(
+            f"svc cp {label} (default: parallel multipart, resumable)",
+            results["multipart"],
+            "MiB/s",
+            anchor=f"curl -T {label}",
+            anchor_values=results["curl"],
+            target=0.9,
+            notes="includes the server's complete (join + SHA-256 + fsync of the whole file)",
+        ),
+        compare(
+            f"svc cp {label} --multipart-threshold above the size (one PUT)",
+            results["single"],
+            "MiB/s",
+            anchor=f"curl -T {label}",
+            anchor_values=results["curl"],
+            target=0.9,
+        ),
+    ]
+
+
+def make_tree(root: str, count: int) -> list[str]:
+    """``count`` files of 4 KiB in folders of 100; their keys relative to ``root``."""
+    keys = []
+    for index in range(count):
+        key = f"d{index // FILES_PER_DIR:04d}/f{index:06d}.bin"
+        path = os.path.join(root, key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as file:
+            file.write(os.urandom(SMALL))
+        keys.append(key)
+    return keys
+
+
+def small_files(runner: Runner, profile: Profile, directory: str) -> list[Row]:
+    count = FILES.get(profile.name, FILES["full"])
+    tree = os.path.join(directory, "tree")
+    keys = make_tree(tree, count)
+    client = ServiceClient(runner.server.connection_string)
+    bucket = client.bucket(BUCKET)
+    rounds = iter(range(1_000_000))
+
+    def clear(prefix: str) -> None:
+        runner.run("rm", "-r", "--jobs", "16", f"env/{BUCKET}/{prefix}")
+
+    def svc() -> float:
+        prefix = f"cp-{next(rounds)}/"
+        seconds, _ = runner.run("cp", "-r", tree + "/", f"env/{BUCKET}/{prefix}")
+        clear(prefix)
+        return count / seconds
+
+    def loop() -> float:
+        prefix = f"loop-{next(rounds)}/"
+        started = time.perf_counter()
+        for key in keys:
+            bucket.put(prefix + key, Path(tree, key))
+        seconds = time.perf_counter() - started
+        clear(prefix)
+        return count / seconds
+
+    copies = interleave({"svc": svc, "loop": loop}, profile.repeats)
+    runner.run("cp", "-r", tree + "/", f"env/{BUCKET}/mirror/")
+
+    peaks: list[float] = []
+
+    def mirror() -> float:
+        seconds, rss = runner.run("mirror", tree, f"env/{BUCKET}/mirror")
+        peaks.append(rss)
+        return seconds
+
+    def listing() -> float:
+        return runner.run("ls", "-r", f"env/{BUCKET}/mirror")[0]
+
+    mirrors = interleave({"mirror": mirror, "ls": listing}, profile.repeats)
+    baseline = runner.run("--version")[1]
+    client.close()
+    return [
+        compare(
+            f"svc cp -r, {count:,} files of 4 KiB",
+            copies["svc"],
+            "files/s",
+            anchor="sequential ServiceClient put loop",
+            anchor_values=copies["loop"],
+            target=3.0,
+            notes="svc's time includes its start-up",
+        ),
+        limit_row(
+            f"svc mirror, unchanged tree of {count:,} files",
+            statistics.median(mirrors["mirror"]),
+            "s",
+            10.0,
+            anchor="svc ls -r of the stored tree",
+            anchor_value=statistics.median(mirrors["ls"]),
+        ),
+        limit_row(
+            "peak RSS of that svc mirror",
+            max(peaks),
+            "MiB",
+            100.0,
+            anchor="svc --version",
+            anchor_value=baseline,
+        ),
+    ]
+
+
+def run(profile: Profile = FULL, cases: list[str] | None = None) -> list[Row]:
+    """Every case (``big``, ``small``) or those named, against one strict server."""
+    wanted = cases or ["big", "small"]
+    rows: list[Row] = []
+    with ExitStack() as stack:
+        directory = stack.enter_context(scratch_dir("cli-"))
+        server = start_server(stack, os.path.join(directory, "server"), "strict")
+        runner = Runner(server, os.path.join(directory, "home"))
+        if "big" in wanted:
+            rows += big_copy(runner, profile, directory)
+        if "small" in wanted:
+            rows += small_files(runner, profile, directory)
+    return rows

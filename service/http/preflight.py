@@ -1,0 +1,125 @@
+"""CORS preflights: ``OPTIONS`` on every ``/api/v1`` path, answered before any route.
+
+A preflight carries no credentials and names no resource the server must look up, so it
+is answered by ``Preflight``, a plain ``HTTPMessageDelegate`` placed in front of every
+route by ``PreflightRouter`` (a Tornado ``Router``; other methods fall through): 204 with
+the policy's headers (``service.http.cors``), or 403 AccessDenied in the contract's shape
+when the origin is not allowed. Share playback paths allow any origin. An ``OPTIONS`` that is
+not a preflight (no ``Origin`` and ``Access-Control-Request-Method``) goes to its route like
+any other method (405 MethodNotAllowed).
+
+Thread-safety: event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from http.client import responses
+from typing import Any
+
+import tornado.routing
+from tornado.http1connection import HTTP1Connection
+from tornado.httputil import (
+    HTTPHeaders,
+    HTTPMessageDelegate,
+    HTTPServerRequest,
+    RequestStartLine,
+    ResponseStartLine,
+)
+from tornado.iostream import StreamClosedError
+
+from service.api_errors import error_body
+from service.context import AppContext
+from service.http.base import new_request_id, valid_request_id
+from service.timefmt import http_date, now_ms
+
+API_PREFIX = "/api/v1/"
+PLAY_PREFIX = "/api/v1/videos/play/"
+ROUTE = "/api/v1/{any} (preflight)"
+
+
+class PreflightRouter(tornado.routing.Router):
+    """A preflight under ``/api/v1/`` goes to a ``Preflight``; other requests fall through."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+
+    def find_handler(self, request: HTTPServerRequest, **kwargs: Any) -> HTTPMessageDelegate | None:
+        if (
+            request.method != "OPTIONS"
+            or not request.path.startswith(API_PREFIX)
+            or "Origin" not in request.headers
+            or "Access-Control-Request-Method" not in request.headers
+        ):
+            return None
+        return Preflight(self.ctx, request)
+
+
+class Preflight(HTTPMessageDelegate):
+    """One ``OPTIONS`` request: decide, answer, count and log it."""
+
+    def __init__(self, ctx: AppContext, request: HTTPServerRequest) -> None:
+        self.ctx = ctx
+        self.request = request
+        self.started_at = time.perf_counter()
+        incoming = request.headers.get("X-Request-Id")
+        self.request_id = (
+            incoming if incoming is not None and valid_request_id(incoming) else new_request_id()
+        )
+
+    def headers_received(
+        self, start_line: RequestStartLine | ResponseStartLine, headers: HTTPHeaders
+    ) -> None:
+        connection = self.request.connection
+        if isinstance(connection, HTTP1Connection):
+            connection.set_max_body_size(0)
+
+    def finish(self) -> None:
+        headers = self.request.headers
+        origin = headers.get("Origin", "")
+        public = self.request.path.startswith(PLAY_PREFIX)
+        status, body = 204, b""
+        answer = self.ctx.cors.preflight(
+            origin, headers.get("Access-Control-Request-Headers"), public=public
+        )
+        if answer is None:
+            status = 403
+            message = f"cross-origin requests from {origin[:100]!r} are not allowed"
+            body = json.dumps(error_body("AccessDenied", message, self.request_id)).encode()
+            answer = [("Content-Type", "application/json; charset=utf-8")]
+        self.send(status, answer, body)
+
+    def send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        response = HTTPHeaders()
+        response["Server"] = "service"
+        response["Date"] = http_date(now_ms())
+        response["X-Request-Id"] = self.request_id
+        response["Cache-Control"] = "no-store"
+        for name, value in headers:
+            response[name] = value
+        if status != 204:
+            response["Content-Length"] = str(len(body))
+        connection = self.request.connection
+        assert connection is not None
+        try:
+            connection.write_headers(
+                ResponseStartLine("HTTP/1.1", status, responses[status]), response, body
+            )
+            connection.finish()
+        except StreamClosedError:
+            pass
+        self.ctx.observe_request(
+            request_id=self.request_id,
+            route=ROUTE,
+            method="OPTIONS",
+            status=status,
+            started_at=self.started_at,
+            bytes_in=0,
+            bytes_out=len(body),
+            credential=None,
+            remote=self.request.remote_ip,
+        )
+
+    def on_connection_close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,62 @@
+"""Pure parts of ``svc``: doctests, the walk order the merge-join relies on, path parsing."""
+
+from __future__ import annotations
+
+import doctest
+import os
+from pathlib import Path
+
+import pytest
+
+from service.cli import paths, sizes, sse
+from service.cli.config import AliasStore
+from service.cli.errors import CliError
+from service.cli.transfer import plan, walk
+from service.cli.transfer.engine import check_relative
+from service.cli.transfer.walk import walk_local
+
+
+@pytest.mark.parametrize("module", [sizes, plan, sse, paths], ids=lambda m: m.__name__)
+def test_doctests(module: object) -> None:
+    failures, tried = doctest.testmod(module)  # type: ignore[arg-type]
+    assert failures == 0 and (tried > 0 or module is paths)
+
+
+def test_local_walk_yields_keys_in_code_point_order(tmp_path: Path) -> None:
+    names = ["a-b", "a/x", "a/y/z", "a0", "a.txt", "B", "é/1", "日本", "a b/c", "🎉"]
+    for name in names:
+        path = tmp_path.joinpath(*name.split("/"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(name.encode())
+    walked = [entry.rel for entry in walk_local(tmp_path)]
+    assert walked == sorted(names)
+    assert walked == sorted(names, key=lambda n: n.encode())  # UTF-8 byte order is the same
+
+
+def test_a_symlinked_directory_is_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "f").write_bytes(b"x")
+    os.symlink(tmp_path / "real", tmp_path / "loop")
+    assert [e.rel for e in walk_local(tmp_path)] == ["real/f"]
+
+
+def test_merge_pairs_each_key_once() -> None:
+    left = [walk.Entry(k, 1) for k in ("a", "b", "d")]
+    right = [walk.Entry(k, 1) for k in ("b", "c", "d", "e")]
+    pairs = [(s and s.rel, t and t.rel) for s, t in plan.merge(left, right)]
+    assert pairs == [("a", None), ("b", "b"), (None, "c"), ("d", "d"), (None, "e")]
+
+
+@pytest.mark.parametrize("key", ["../x", "a/../../x", "/abs", "a//b", "./a"])
+def test_keys_that_would_leave_the_target_directory_are_refused(key: str) -> None:
+    with pytest.raises(CliError):
+        check_relative(key)
+
+
+def test_remote_paths_are_those_that_start_with_an_alias(tmp_path: Path) -> None:
+    store = AliasStore(tmp_path)
+    store._data = {"aliases": {"local": {"url": "http://h", "access_key": "a", "secret_key": "s"}}}
+    assert paths.parse_location("local/b/k/x", store) == paths.RemotePath("local", "b", "k/x")
+    assert paths.parse_location("local", store) == paths.RemotePath("local")
+    assert paths.parse_location("./local/b", store) == Path("./local/b")
+    assert paths.parse_location("elsewhere/b", store) == Path("elsewhere/b")
