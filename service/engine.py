@@ -247,8 +247,10 @@ class Engine:
             self.events.observe(record.sequence, event, state.apply(event))
             last = event
             if index is not None and record.sequence % REPLAY_BATCH == 0:
+                self.events.write_pending()
                 index.commit(record.sequence, event_crc(event), rest_of(state))
         if index is not None and index.in_batch and last is not None:
+            self.events.write_pending()
             index.commit(journal.stats().last_sequence, event_crc(last), rest_of(state))
         return recent
 
@@ -380,6 +382,7 @@ class Engine:
         if index is not None and index.in_batch:
             rest = rest_of(self.state) if self._rest_changed else None
             self._rest_changed = False
+            self.events.write_pending()
             index.commit(sequence, event_crc(self._last_event), rest)
 
     def _enter_read_only(self, reason: str) -> None:

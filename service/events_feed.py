@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -37,6 +39,8 @@ from fsseam.fs import FileSystem
 from service.event_log import EventLog
 from service.meta import ObjectVersion, Outcome, events
 from service.timefmt import rfc3339_ms
+
+log = logging.getLogger("service.events")
 
 RECENT = 10_000
 """Newest events kept in memory (beyond them, readers go to the files)."""
@@ -123,6 +127,11 @@ class EventFeed:
         self._lock: asyncio.Lock | None = None
         self._writing: tuple[list[tuple[int, int, bytes]], asyncio.Future[Any]] | None = None
         """The lines being written and the executor's future for them."""
+        self._retention_seen = 0
+        """``_written_through`` when retention last ran (``write_pending`` writes lines
+        without it)."""
+        self._io = threading.Lock()
+        """Serialises the log's file work: the executor's ``_write`` and ``write_pending``."""
         self.hold: Callable[[], int | None] = lambda: None
         """The lowest sequence a reader (a lagging webhook) still needs, or None."""
         self.listeners: list[Callable[[FeedEvent], None]] = []
@@ -175,8 +184,9 @@ class EventFeed:
     async def flush(self, run: Callable[..., Awaitable[Any]], *, sync: bool = False) -> None:
         """Write what is pending to the files (``run`` puts blocking work on the executor);
         with ``sync``, fsync them too. Then apply retention."""
-        if not self._unwritten and not sync:
-            return
+        if not self._unwritten and not sync and self._written_through == self._retention_seen:
+            return  # nothing to write, and retention saw every line already written
+        self._retention_seen = self._written_through
         async with self._flush_lock():
             await self._finish_write()
             lines, self._unwritten = self._unwritten, []
@@ -211,12 +221,37 @@ class EventFeed:
         self._trim()
 
     def _write(self, lines: list[tuple[int, int, bytes]], sync: bool, hold: int | None) -> None:
-        if lines:
-            self._log.append(lines)
-        if sync:
-            self._log.sync()
-        now = round(time.time() * 1000)
-        self._log.drop_old(now, self._retention_ms, self._retention_count, hold)
+        with self._io:
+            if lines:
+                self._log.append(lines)
+            if sync:
+                self._log.sync()
+            now = round(time.time() * 1000)
+            self._log.drop_old(now, self._retention_ms, self._retention_count, hold)
+
+    def write_pending(self) -> None:
+        """Append every event not yet in the files, now, on the calling thread (no fsync).
+
+        The engine calls it before the object index commits a batch. A start replays only
+        the records after the index's sequence, so an event the log lacked when the process
+        died could never be derived again; written first, it survives any process crash
+        (a machine crash rebuilds the index and replays everything after the snapshot).
+        Lines of a flush in flight are written too (the log skips what it already has), so
+        no older line can land after a newer one. A write that fails is left pending: the
+        start then finds the log behind the index and rebuilds.
+        """
+        pending = (self._writing[0] if self._writing is not None else []) + self._unwritten
+        if not pending:
+            return
+        try:
+            with self._io:
+                self._log.append(pending)
+        except OSError:
+            log.exception("writing the event log failed (the next start derives it again)")
+            return
+        self._unwritten = []
+        self._written_through = max(self._written_through, pending[-1][0])
+        self._trim()
 
     def close(self) -> None:
         self._log.close()

@@ -132,7 +132,7 @@ class LifecycleRunner:
             for entry in page.versions:
                 version = entry.version
                 history = state.object_versions(bucket, version.key)
-                position = next((i for i, v in enumerate(history) if v is version), None)
+                position = next((i for i, v in enumerate(history) if v == version), None)
                 if position is None:
                     continue
                 if position < len(history) - 1:

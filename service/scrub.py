@@ -188,7 +188,7 @@ class Scrubber:
             for entry in page.versions:
                 version = entry.version
                 history = state.object_versions(bucket, version.key)
-                position = next((i for i, v in enumerate(history) if v is version), None)
+                position = next((i for i, v in enumerate(history) if v == version), None)
                 if version.payload_id is not None:
                     await self._check(version)
                 if position is not None:
