@@ -33,6 +33,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "multipart": ("bench.multipart_bench", "Multipart (issue 5)"),
     "auth": ("bench.auth_bench", "Auth"),
     "memory": ("bench.memory_bench", "Memory"),
+    "upkeep": ("bench.upkeep_bench", "Upkeep (issue 17)"),
     "cli": ("bench.cli_bench", "Command line (issue 15)"),
     "media": ("bench.media_bench", "Media memory (issue 14)"),
     "index": ("bench.index_bench", "Index store: LMDB vs SQLite (issue 12)"),

@@ -38,6 +38,7 @@ STATUS_BY_CODE: Mapping[str, int] = {
     "BucketNotEmpty": 409,
     "UserAlreadyExists": 409,
     "InvalidState": 409,
+    "EventsExpired": 410,
     "LengthRequired": 411,
     "PreconditionFailed": 412,
     "EntityTooLarge": 413,

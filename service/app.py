@@ -19,6 +19,7 @@ from service.http.bucket_handlers import (
     VersionListHandler,
 )
 from service.http.console import ConsoleFileHandler, ConsoleRedirectHandler
+from service.http.event_handlers import BucketEventsHandler
 from service.http.health import HealthHandler
 from service.http.identity import (
     AccessKeyHandler,
@@ -29,6 +30,7 @@ from service.http.identity import (
     UsersHandler,
 )
 from service.http.image_handlers import ImageHandler, ImageOptimizeHandler
+from service.http.lifecycle_handlers import BucketLifecycleHandler, LifecycleRunHandler
 from service.http.multipart_handlers import (
     MultipartCompleteHandler,
     MultipartInitHandler,
@@ -36,11 +38,13 @@ from service.http.multipart_handlers import (
     MultipartPartHandler,
     MultipartSessionHandler,
 )
+from service.http.notification_handlers import BucketNotificationsHandler
 from service.http.object_handlers import ObjectHandler
 from service.http.object_reads import ObjectReadRouter, resolve_object_read
 from service.http.openapi_handlers import DocsHandler, OpenApiHandler
 from service.http.preflight import ROUTE as PREFLIGHT_ROUTE
 from service.http.preflight import PreflightRouter
+from service.http.scrub_handlers import ScrubHandler
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
 from service.http.videos import (
     PLAY_ROUTE,
@@ -92,6 +96,11 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/videos/shares", SharesHandler),
         (rf"{API}/videos/shares/(?P<share_id>[^/]+)", ShareHandler),
         (PLAY, PlayOtherMethodsHandler),
+        (rf"{API}/buckets/{BUCKET}/lifecycle", BucketLifecycleHandler),
+        (rf"{API}/system/lifecycle/run", LifecycleRunHandler),
+        (rf"{API}/buckets/{BUCKET}/events", BucketEventsHandler),
+        (rf"{API}/buckets/{BUCKET}/notifications", BucketNotificationsHandler),
+        (rf"{API}/system/scrub", ScrubHandler),
         (r"/", ConsoleRedirectHandler),
         (r"/console", ConsoleRedirectHandler),
         (r"/console/(?P<path>.*)", ConsoleFileHandler),

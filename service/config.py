@@ -111,6 +111,26 @@ class Config:
     """First start only: the password of user ``admin``; generated when unset."""
     crash_point: str | None = None
     """Test-only: ``name`` or ``name:N`` makes the process SIGKILL itself at the Nth hit."""
+    lifecycle_interval: float = 3600.0
+    """Seconds between background passes applying the buckets' lifecycle rules."""
+    lifecycle_pass_pause: float = 0.005
+    """Seconds a lifecycle pass sleeps after each page (so requests are never starved)."""
+    events_retention_seconds: float = 86400.0
+    """Object events are kept at least this long for SSE resume and lagging webhooks..."""
+    events_retention_count: int = 1_000_000
+    """...and at least this many of the newest (docs/events.md)."""
+    events_segment_events: int = 10_000
+    """Events per file of the event log (retention drops whole files)."""
+    webhook_timeout: float = 10.0
+    """Seconds one webhook delivery may take before it counts as failed."""
+    webhook_max_backoff: float = 3600.0
+    """Longest pause in seconds between retries of a failing webhook (exponential up to it)."""
+    webhook_hold_seconds: float = 7 * 86400.0
+    """How long undelivered events of a failing webhook hold the event log back."""
+    scrub_interval_days: float = 30.0
+    """One full scrub pass (re-read and verify every payload) per this many days."""
+    scrub_rate_mbps: float = 50.0
+    """Scrub pace in megabytes (10^6 bytes) per second."""
 
     @property
     def journal_dir(self) -> str:

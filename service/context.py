@@ -20,11 +20,14 @@ from service.config import Config
 from service.engine import Engine
 from service.http.caps import Reservations
 from service.http.cors import CorsPolicy
+from service.lifecycle import LifecycleRunner
 from service.media.image_variants import ImageVariants
 from service.media.video_runner import VideoJobRunner
 from service.media.video_thumbnail import ThumbnailMaker
 from service.observability import Metrics, PerformanceRecorder, log_access
+from service.scrub import Scrubber
 from service.upload_slots import UploadSlots
+from service.webhooks import WebhookDispatcher
 
 log = logging.getLogger("service")
 
@@ -81,6 +84,12 @@ class AppContext:
         self.video_thumbnails = ThumbnailMaker(
             engine, max_pixels=config.image_max_pixels, concurrency=os.cpu_count() or 1
         )
+        self.lifecycle = LifecycleRunner(engine, config.lifecycle_pass_pause)
+        """Applies the buckets' lifecycle rules (``service.lifecycle``)."""
+        self.webhooks = WebhookDispatcher(engine, config)
+        """Delivers object events to the buckets' webhooks; started by ``service.server``."""
+        self.scrub = Scrubber(engine, config)
+        """Re-reads stored payloads in the background (``service.scrub``)."""
 
     async def wait_for_requests(self, timeout: float) -> bool:
         """Wait until no request is in flight; False if ``timeout`` seconds pass first."""

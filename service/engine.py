@@ -53,6 +53,7 @@ from service.engine_errors import (
     ReadOnlyError,
     StorageFullError,
 )
+from service.events_feed import FLUSH_SECONDS, EventFeed
 from service.index.lmdb_index import LmdbObjectIndex
 from service.index.opening import (
     IndexMismatchError,
@@ -115,6 +116,14 @@ class Engine:
         self._last_event: dict[str, Any] = {}
         self.key_usage = KeyUsage()
         """Access keys' uses not yet journaled (``service.key_usage``)."""
+        self.events = EventFeed(
+            self.fs,
+            os.path.join(config.data_dir, "events"),
+            segment_events=config.events_segment_events,
+            retention_seconds=config.events_retention_seconds,
+            retention_count=config.events_retention_count,
+        )
+        """Object events derived from the committed records (``service.events_feed``)."""
         self.journal: Journal | None = None
         self.read_only_reason: str | None = None
         self.started_at = time.time()
@@ -175,6 +184,7 @@ class Engine:
         )
         self.add_background_job(self.config.gc_interval, self.collect_garbage)
         self.add_background_job(self.config.snapshot_interval, self.maybe_snapshot)
+        self.add_background_job(FLUSH_SECONDS, lambda: self.events.flush(self.run_blocking))
 
     def add_background_job(self, interval: float, job: Callable[[], Awaitable[Any]]) -> None:
         """Run ``job`` every ``interval`` seconds until ``stop``; failures are logged."""
@@ -191,6 +201,7 @@ class Engine:
         )
         unclean = self.integrity.unsynced_marked()
         journal = Journal.open(self.config.journal_dir, options, self.fs)
+        self.events.open(journal.snapshot.sequence if journal.snapshot else 0)
         if not self._use_index:
             state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
             return journal, state, self._replay(journal, state, 0, None, unclean)
@@ -222,14 +233,24 @@ class Engine:
                     raise IndexMismatchError(
                         f"the index's record {applied} is not this journal's (another journal?)"
                     )
+                if record.sequence > self.events.last_sequence and event.get("type") in (
+                    _EVENT_SOURCES
+                ):
+                    # Its event may not have reached the event log before the crash, and
+                    # only applying the record derives it again.
+                    raise IndexMismatchError(
+                        f"the event log ends before record {record.sequence}, which the index holds"
+                    )
                 continue  # the index holds its effects already
             if index is not None and not index.in_batch:
                 index.begin()
-            state.apply(event)
+            self.events.observe(record.sequence, event, state.apply(event))
             last = event
             if index is not None and record.sequence % REPLAY_BATCH == 0:
+                self.events.write_pending()
                 index.commit(record.sequence, event_crc(event), rest_of(state))
         if index is not None and index.in_batch and last is not None:
+            self.events.write_pending()
             index.commit(journal.stats().last_sequence, event_crc(last), rest_of(state))
         return recent
 
@@ -270,6 +291,11 @@ class Engine:
                     log.exception("final snapshot failed")
                     clean = False
             await self.journal.close()
+            try:
+                await self.events.flush(self.run_blocking, sync=True)
+            except OSError:
+                log.exception("writing the event log failed (the next start derives it again)")
+            self.events.close()
             if self.index is not None:
                 index, self.index = self.index, None
                 await self.run_blocking(close_index, self.fs, self.config.data_dir, index)
@@ -341,6 +367,7 @@ class Engine:
         if event.get("type") not in _OBJECT_EVENTS or not outcome.ok:
             self._rest_changed = True
         self._outcomes[record.sequence] = outcome
+        self.events.observe(record.sequence, event, outcome)
         if not self._strict and outcome.ok and "payload_id" in event:
             self._unsynced_payloads.add(event["payload_id"])
         crashpoints.hit("engine.after_apply")
@@ -355,6 +382,7 @@ class Engine:
         if index is not None and index.in_batch:
             rest = rest_of(self.state) if self._rest_changed else None
             self._rest_changed = False
+            self.events.write_pending()
             index.commit(sequence, event_crc(self._last_event), rest)
 
     def _enter_read_only(self, reason: str) -> None:
@@ -445,6 +473,9 @@ class Engine:
                 if unsynced:
                     await self.run_blocking(self.integrity.sync_payloads, unsynced)
                 data = await self.run_blocking(encode_snapshot, frozen, stored)
+                # The events up to ``sequence`` must be on disk before the records that
+                # would derive them again may go (``service.events_feed``).
+                await self.events.flush(self.run_blocking, sync=True)
                 await journal.write_snapshot(sequence, data)
                 if index is not None and self.index is index:
                     # So that a start resuming at this snapshot knows it is this index's.
@@ -495,6 +526,8 @@ REPLAY_BATCH = 10_000
 """Records replayed per index transaction at startup."""
 _OBJECT_EVENTS = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED})
 """Events whose effects lie wholly in the object index (when accepted)."""
+_EVENT_SOURCES = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED, events.UPLOAD_COMPLETED})
+"""Records that may derive an object event (``service.events_feed``)."""
 
 
 def _disk_full(exc: BaseException) -> bool:

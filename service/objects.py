@@ -317,6 +317,6 @@ def refuse_quarantined(engine: Engine, version: ObjectVersion) -> None:
     if version.payload_id is not None and version.payload_id in engine.quarantined:
         raise ApiError(
             "InternalError",
-            "the stored bytes of this version failed verification after an unclean "
-            "shutdown and are quarantined; write the object again",
+            "the stored bytes of this version are corrupt (their size or SHA-256 no longer "
+            "match what was written) and are quarantined; write the object again",
         )

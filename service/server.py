@@ -38,6 +38,7 @@ from service.multipart import reap_expired_uploads
 from service.observability import BucketUsage, Metrics, PerformanceRecorder, configure_logging
 from service.startup import StartupError, bind_listener, claim_data_dir
 from service.timefmt import now_ms
+from service.upkeep_metrics import UpkeepCollector
 
 log = logging.getLogger("service")
 
@@ -127,6 +128,13 @@ async def serve(config: Config, sockets: list[socket.socket], fs: FileSystem) ->
     ctx = AppContext(config, engine, metrics, PerformanceRecorder(), server_secret)
     await ctx.video_jobs.start()
     engine.add_background_job(SHARE_REAP_SECONDS, lambda: reap_expired_shares(engine))
+    engine.add_background_job(config.lifecycle_interval, ctx.lifecycle.run_pass)
+    metrics.registry.register(
+        UpkeepCollector(ctx.lifecycle, ctx.webhooks, engine.events, ctx.scrub)
+    )
+    await ctx.webhooks.start()
+    await ctx.scrub.start()
+    engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
     server = make_http_server(make_app(ctx), config, ctx)
     server.add_sockets(sockets)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
@@ -152,6 +160,8 @@ async def serve(config: Config, sockets: list[socket.socket], fs: FileSystem) ->
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(server.close_all_connections(), 5.0)
     await ctx.video_jobs.stop()
+    await ctx.webhooks.stop()
+    await ctx.scrub.stop()
     ctx.images.close()
     await engine.stop()
 

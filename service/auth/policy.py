@@ -113,6 +113,8 @@ class Action(enum.Enum):
     SYSTEM_INFO = "system:info"
     SYSTEM_PERFORMANCE = "system:performance"
     METRICS_READ = "metrics:read"
+    SYSTEM_MAINTENANCE = "system:maintenance"
+    """Running background work now: a lifecycle pass, a scrub."""
 
     @property
     def scope(self) -> Scope:
@@ -166,6 +168,7 @@ _RULES: dict[Action, tuple[Scope, _Rule]] = {
     Action.SYSTEM_INFO: (_SERVICE, _Rule.ADMIN_ONLY),
     Action.SYSTEM_PERFORMANCE: (_SERVICE, _Rule.ADMIN_ONLY),
     Action.METRICS_READ: (_SERVICE, _Rule.ADMIN_ONLY),
+    Action.SYSTEM_MAINTENANCE: (_SERVICE, _Rule.ADMIN_ONLY),
 }
 
 _PRESIGN_ACTIONS = frozenset({Action.OBJECT_READ, Action.OBJECT_WRITE})

@@ -16,6 +16,11 @@ class HealthHandler(ApiHandler):
         reasons = []
         if engine.read_only_reason is not None:
             reasons.append("journal read-only: " + engine.read_only_reason)
+        corrupt = len(self.ctx.scrub.current_corrupt())
+        if corrupt:
+            reasons.append(
+                f"{corrupt} corrupt objects found by the scrub (GET /api/v1/system/scrub)"
+            )
         total, free = await engine.run_blocking(engine.store.disk_usage)
         if total and free / total < self.ctx.config.health_min_free_fraction:
             reasons.append("disk nearly full")

@@ -7,8 +7,9 @@ No I/O here: no files, sockets or clocks (timestamps arrive inside events).
 - ``outcome``: ``Outcome``, what applying one event did (incl. payloads it released).
 - ``state``: ``MetaState`` and its ``apply(event)``, the one way the state changes, plus
   read helpers; it holds buckets and objects, ``upload_state`` its multipart sessions,
-  ``accounts`` its users and keys, ``video_state`` its video jobs and shares, ``refs`` the
-  payload reference counts they share, ``listing`` its paging.
+  ``accounts`` its users and keys, ``video_state`` its video jobs and shares,
+  ``lifecycle_state`` the buckets' lifecycle rules, ``notification_state`` their webhooks,
+  ``refs`` the payload reference counts they share, ``listing`` its paging.
 - ``snapshot``: ``freeze`` / ``encode_snapshot`` / ``decode_snapshot``.
 
 Thread-safety: a ``MetaState`` is used on the event-loop thread only; records, outcomes and

@@ -45,6 +45,8 @@ VIDEO_JOB_UPDATED = "VideoJobUpdated"
 VIDEO_JOB_DELETED = "VideoJobDeleted"
 VIDEO_SHARE_CREATED = "VideoShareCreated"
 VIDEO_SHARE_REVOKED = "VideoShareRevoked"
+LIFECYCLE_CONFIGURED = "LifecycleConfigured"
+NOTIFICATIONS_CONFIGURED = "NotificationsConfigured"
 
 EVENT_TYPES = frozenset(
     {
@@ -70,6 +72,8 @@ EVENT_TYPES = frozenset(
         VIDEO_JOB_DELETED,
         VIDEO_SHARE_CREATED,
         VIDEO_SHARE_REVOKED,
+        LIFECYCLE_CONFIGURED,
+        NOTIFICATIONS_CONFIGURED,
     }
 )
 
@@ -382,3 +386,33 @@ def video_share_revoked(*, share_id: str, reason: str, at: int) -> Event:
     if reason not in SHARE_REVOKE_REASONS:
         raise ValueError(f"unknown share revoke reason {reason!r}")
     return {"type": VIDEO_SHARE_REVOKED, "share_id": share_id, "reason": reason, "at": at}
+
+
+def lifecycle_configured(*, bucket: str, rules: Sequence[Mapping[str, Any]], at: int) -> Event:
+    """A bucket's lifecycle rules were replaced (an empty list removes them all).
+
+    Each rule is the normalised document of ``service.meta.lifecycle_state.LifecycleRule``.
+    """
+    return {
+        "type": LIFECYCLE_CONFIGURED,
+        "bucket": bucket,
+        "rules": [dict(r) for r in rules],
+        "at": at,
+    }
+
+
+def notifications_configured(
+    *, bucket: str, webhooks: Sequence[Mapping[str, Any]], after_sequence: int, at: int
+) -> Event:
+    """A bucket's webhooks were replaced (an empty list removes them all).
+
+    A webhook new to the bucket delivers the events after ``after_sequence`` (the journal's
+    last sequence when the request was accepted); one that keeps its id keeps its cursor.
+    """
+    return {
+        "type": NOTIFICATIONS_CONFIGURED,
+        "bucket": bucket,
+        "webhooks": [dict(w) for w in webhooks],
+        "after_sequence": after_sequence,
+        "at": at,
+    }

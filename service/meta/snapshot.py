@@ -25,9 +25,12 @@ Format (a msgpack map; ``format`` says how to read the rest):
     video_jobs   [[job_id, bucket, key, created_by, params, output_prefix, status, progress,
                    outputs, error, created_at, updated_at]]
     video_shares [[share_id, job_id, bucket, created_by, created_at, expires_at]]
+    lifecycle    {bucket: [rule document]}        (service.meta.lifecycle_state)
+    notifications {bucket: [webhook document]}    (service.meta.notification_state)
 
 ``video_jobs`` and ``video_shares`` came later within format 1: a snapshot without them
-(written before videos existed) reads as having none.
+(written before videos existed) reads as having none; so did ``lifecycle`` and
+``notifications``.
 
 Everything is written in a canonical order (buckets, keys, ids sorted), so equal states give
 equal bytes.
@@ -161,7 +164,7 @@ def encode_snapshot(state: MetaState | FrozenState, stored: StoredObjects | None
     image = state.freeze() if isinstance(state, MetaState) else state
     packer = msgpack.Packer(autoreset=False, use_bin_type=True)
     chunks: list[bytes] = []
-    packer.pack_map_header(11)
+    packer.pack_map_header(13)
     packer.pack("format")
     packer.pack(FORMAT)
     packer.pack("server_id")
@@ -208,6 +211,10 @@ def encode_snapshot(state: MetaState | FrozenState, stored: StoredObjects | None
     packer.pack([_job_row(job) for _, job in sorted(image.video_jobs.items())])
     packer.pack("video_shares")
     packer.pack([_share_row(share) for _, share in sorted(image.video_shares.items())])
+    packer.pack("lifecycle")
+    packer.pack(dict(sorted(image.lifecycle.items())))
+    packer.pack("notifications")
+    packer.pack(dict(sorted(image.notifications.items())))
     chunks.append(packer.bytes())
     return b"".join(chunks)
 
@@ -262,4 +269,6 @@ def _image(doc: dict[str, Any]) -> FrozenState:
         anomalies=dict(doc["anomalies"]),
         video_jobs={row[0]: VideoJob(*row) for row in doc.get("video_jobs", [])},
         video_shares={row[0]: VideoShare(*row) for row in doc.get("video_shares", [])},
+        lifecycle=dict(doc.get("lifecycle", {})),
+        notifications=dict(doc.get("notifications", {})),
     )

@@ -33,12 +33,13 @@ private copies).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from service.meta import events, fields
 from service.meta.accounts import Accounts
 from service.meta.fields import MalformedEventError
+from service.meta.lifecycle_state import Lifecycle
 from service.meta.model import (
     NULL_VERSION_ID,
     AccessKey,
@@ -54,6 +55,7 @@ from service.meta.model import (
     VideoJob,
     VideoShare,
 )
+from service.meta.notification_state import Notifications
 from service.meta.object_index import ObjectIndex, ObjectStore, visible
 from service.meta.outcome import Outcome, accepted, rejected
 from service.meta.refs import PayloadRefs
@@ -83,6 +85,8 @@ class FrozenState:
     anomalies: dict[str, int]
     video_jobs: dict[str, VideoJob]
     video_shares: dict[str, VideoShare]
+    lifecycle: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    notifications: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def _delete_marker(bucket: str, key: str, version_id: str | None, at: int) -> ObjectVersion:
@@ -110,6 +114,8 @@ class MetaState:
         self._accounts = Accounts()
         self._media = Media(self._buckets.__contains__)
         self._anomalies: dict[str, int] = {}
+        self._lifecycle = Lifecycle(self._buckets.__contains__)
+        self._notifications = Notifications(self._buckets.__contains__)
         self._handlers: dict[str, Handler] = {
             events.SERVER_INITIALIZED: self._server_initialized,
             events.BUCKET_CREATED: self._bucket_created,
@@ -120,6 +126,8 @@ class MetaState:
             **self._uploads.handlers(),
             **self._accounts.handlers(),
             **self._media.handlers(),
+            **self._lifecycle.handlers(),
+            **self._notifications.handlers(),
         }
 
     # -- images -------------------------------------------------------------------------
@@ -145,6 +153,8 @@ class MetaState:
             anomalies=dict(self._anomalies),
             video_jobs=jobs,
             video_shares=shares,
+            lifecycle=self._lifecycle.images(),
+            notifications=self._notifications.images(),
         )
 
     @classmethod
@@ -165,6 +175,8 @@ class MetaState:
         state._accounts.load(image.users, image.access_keys, image.key_last_used)
         state._anomalies = dict(image.anomalies)
         state._media.load(image.video_jobs, image.video_shares)
+        state._lifecycle.load(image.lifecycle)
+        state._notifications.load(image.notifications)
         for name, bucket in image.buckets.items():
             _, versions_by_key = image.objects.get(name, ([], {}))
             state._add_bucket(bucket, versions_by_key)
@@ -267,6 +279,8 @@ class MetaState:
         outcome = self._bucket_deleted(event)
         if outcome.ok:
             self._media.forget_bucket(fields.text(event, "name"))
+            self._lifecycle.forget_bucket(fields.text(event, "name"))
+            self._notifications.forget_bucket(fields.text(event, "name"))
         return outcome
 
     def _bucket_deleted(self, event: Mapping[str, Any]) -> Outcome:
@@ -535,6 +549,16 @@ class MetaState:
     def media(self) -> Media:
         """Video jobs and shares; read through it, never change it (only ``apply`` does)."""
         return self._media
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        """Lifecycle rules per bucket; read through it, never change it."""
+        return self._lifecycle
+
+    @property
+    def notifications(self) -> Notifications:
+        """Webhooks per bucket; read through it, never change it."""
+        return self._notifications
 
     # -- reads: users and access keys ----------------------------------------------------
 

@@ -20,6 +20,7 @@ ADMIN_ONLY = {
     Action.SYSTEM_INFO,
     Action.SYSTEM_PERFORMANCE,
     Action.METRICS_READ,
+    Action.SYSTEM_MAINTENANCE,
 }
 BUCKET_OWNER = {
     Action.BUCKET_READ,

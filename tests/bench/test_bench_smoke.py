@@ -22,6 +22,7 @@ from bench.memory_bench import peak_rss_mib
 from bench.multipart_bench import run as run_multipart
 from bench.scale_bench import run as run_scale
 from bench.server_bench import run as run_server
+from bench.upkeep_bench import run as run_upkeep
 from tests.serverproc import free_port
 
 pytestmark = pytest.mark.e2e
@@ -161,3 +162,11 @@ def test_scale_section_sets_the_index_beside_the_in_memory_design() -> None:
         assert by_name[name]["index"] > 0 and by_name[name]["in-memory"] > 0
     pages = [row for name, row in by_name.items() if name.startswith("1")]
     assert len(pages) == 3
+
+
+def test_upkeep_section_reports_delivery_scrub_pace_and_gets_during_a_scrub() -> None:
+    rows = run_upkeep(SMOKE)
+    assert [row["unit"] for row in rows] == ["events/s", "MB/s", "req/s"]
+    for row in rows:
+        assert_measured(row)
+    assert "0 of" not in str(rows[0]["notes"])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import secrets
+import subprocess
 from pathlib import Path
 
 import httpx
@@ -38,10 +40,26 @@ def test_share_refuses_bad_expiries_and_prefixes(svc: Svc, bucket: str) -> None:
     assert prefix.returncode == 2 and "names no key" in error_line(prefix)
 
 
-def test_watch_says_in_one_line_when_the_server_has_no_events(svc: Svc, bucket: str) -> None:
-    run = svc("watch", f"local/{bucket}", ok=False, timeout=30)
-    assert run.returncode == 1
-    assert "events are not supported by this server" in error_line(run)
+def test_watch_prints_the_buckets_events_as_they_happen(
+    svc: Svc, api: httpx.Client, bucket: str
+) -> None:
+    api.put(f"/buckets/{bucket}/objects/before.txt", content=b"1")
+    process = svc.popen(
+        "watch", "--json", "--since", "0", f"local/{bucket}", stdout=subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None
+        first = json.loads(process.stdout.readline())
+        api.put(f"/buckets/{bucket}/objects/after.txt", content=b"22")
+        second = json.loads(process.stdout.readline())
+    finally:
+        process.terminate()
+        process.wait(10)
+    assert [(e["type"], e["key"]) for e in (first, second)] == [
+        ("object.created", "before.txt"),
+        ("object.created", "after.txt"),
+    ]
+    assert second["size_bytes"] == 2 and second["sequence"] > first["sequence"]
     missing = svc("watch", "local/no-such-bucket-x", ok=None, timeout=30)
     assert missing.returncode != 0 and error_line(missing)
 

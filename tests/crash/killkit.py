@@ -26,6 +26,13 @@ must survive: only the ledger's ``firm`` states are allowed. One cycle:
    then the model settles on what was seen, and every session left open is completed
    (an interrupted complete is tried again: it must work now) or aborted.
 
+A webhook receiver (``tests.events.receiver``) listens beside the server, configured on both
+buckets: at the end every acknowledged write must have been delivered as an
+``object.created`` event (matched by its SHA-256), each bucket's first deliveries in
+sequence order and every one signed, however many kills fell between commit and delivery.
+The scrub runs continuously through the cycles; it must have checked objects and found none
+corrupt (a SIGKILL never tears a payload).
+
 After the last cycle the kit waits out the staging TTL and the GC grace, restarts so that
 the startup sweep and GC run, and checks the disk: the files under ``payloads/`` are exactly
 the stored versions and parts (same count, same SHA-256 digests), ``staging/`` is empty and
@@ -67,6 +74,7 @@ from tests.crash.killplan import (
     cycle_for,
     reachable_points,
 )
+from tests.crash.killupkeep import UPKEEP_ENV, check_upkeep, webhook
 from tests.crash.killworkload import (
     PLAIN,
     REQUEST_TIMEOUT,
@@ -84,6 +92,7 @@ from tests.crash.killworkload import (
     worker_keys,
 )
 from tests.crash.model import MARKER, Fate, Ledger, UploadState, sha256, visible
+from tests.events.receiver import Receiver
 from tests.serverproc import ServerProcess
 
 WORKERS = 8
@@ -103,6 +112,7 @@ SERVER_ENV = {
     "SERVICE_GC_GRACE": str(GC_GRACE),
     "SERVICE_STAGING_TTL": str(STAGING_TTL),
     "SERVICE_LOG_LEVEL": "warning",
+    **UPKEEP_ENV,
 }
 
 ARM_DEADLINE = 6.0
@@ -120,6 +130,8 @@ class Tally:
     """... of which the thing they touched was found in a state they do not allow."""
     unknown: int = 0
     """Operations whose outcome the client could not know (cut off by the kill)."""
+    webhook_events: int = 0
+    """Distinct events the webhook receiver got (checked for order and signatures)."""
     interrupted_completes: int = 0
     """Completes without an answer whose session and key were checked after a restart..."""
     completed_again: int = 0
@@ -158,6 +170,9 @@ class KillKit:
         self.running: tuple[str | None, str] | None = None
         """(crash point spec, durability) of the running server; None while it is down."""
         self.serial = itertools.count()
+        self.receiver = Receiver()
+        self.acked_digests: set[str] = set()
+        """SHA-256 of every acknowledged write: each must reach the webhook receiver."""
 
     # -- bookkeeping --------------------------------------------------------------------
 
@@ -201,6 +216,8 @@ class KillKit:
         )
         if set(seen) != {digest}:
             self.problem(f"{what}: acknowledged with checksums {seen}, sent {digest}")
+        with self.lock:
+            self.acked_digests.add(digest)
 
     # -- operations the checker shares with the workers --------------------------------
 
@@ -241,7 +258,9 @@ class KillKit:
     # -- the server ---------------------------------------------------------------------
 
     def setup(self) -> None:
-        """Start the server, create the two buckets, register every worker's keys."""
+        """Start the server and the webhook receiver, create the two buckets with a
+        webhook each, register every worker's keys."""
+        self.receiver.__enter__()
         self.serve()
         with self.http() as client:
             for name, versioned in ((PLAIN, False), (VERSIONED, True)):
@@ -251,6 +270,10 @@ class KillKit:
                 self.ledger.bucket_created(name, versioned, fate)
                 if fate != Fate.ACKED:
                     raise RuntimeError(f"cannot create bucket {name}: {reply}")
+                path = f"/buckets/{name}/notifications"
+                reply = send(client, "PUT", path, json=webhook(self.receiver))
+                if reply.status != 200:
+                    raise RuntimeError(f"cannot configure the webhook of {name}: {reply}")
         for index in range(WORKERS):
             for bucket, key in worker_keys(index):
                 self.ledger.key(bucket, key)
@@ -671,8 +694,14 @@ class KillKit:
         self.running = None
         self.serve()
         self.check(disk=True)
+        with self.http() as client:
+            events = check_upkeep(self.receiver, self.acked_digests, client, self.problem)
+        self.tally.webhook_events = events
+        redelivered = len(self.receiver.received()) - events
+        self.log(f"upkeep check: {events} webhook events, {redelivered} redelivered")
         self.proc.stop()
         self.running = None
+        self.receiver.__exit__()
 
     def report(self) -> str:
         tally = self.tally
@@ -681,6 +710,7 @@ class KillKit:
             f"{tally.checked}, lost: {tally.lost}; {tally.unknown} outcomes unknown; "
             f"{tally.interrupted_completes} interrupted completes checked, "
             f"{tally.completed_again} of them completed again; "
+            f"{tally.webhook_events} webhook events delivered; "
             f"crash points hit {sum(tally.hits.values())} times "
             f"({len(tally.hits)} distinct), missed {dict(tally.missed) or 'none'}"
         )

@@ -33,6 +33,26 @@ def every_event(f: Factory) -> list[events.Event]:
         events.user_updated(user_id="u1", changes={"status": "disabled"}, at=7),
         f.bucket(),
         f.update(tags={"k": "v"}),
+        events.lifecycle_configured(
+            bucket="b",
+            rules=[
+                {
+                    "id": "r",
+                    "prefix": "",
+                    "enabled": True,
+                    "expire_after_days": 1.5,
+                    "noncurrent_expire_after_days": None,
+                    "abort_multipart_after_days": None,
+                }
+            ],
+            at=f.at(),
+        ),
+        events.notifications_configured(
+            bucket="b",
+            webhooks=[{"id": "w", "url": "http://h/", "events": [], "prefix": "", "secret": "s"}],
+            after_sequence=3,
+            at=f.at(),
+        ),
         f.put("k"),
         f.delete("k"),
         start,

@@ -1,0 +1,243 @@
+"""The event log's files: object events as JSON lines in numbered segment files.
+
+Layout under ``<data_dir>/events``::
+
+    00000000000000000001.events     events with sequence >= 1 and < the next file's number
+    00000000000000010417.events     ...
+
+A file is named by the first journal sequence it covers (not necessarily an event's: most
+records are not object events), so the log is complete for every sequence after
+``covered_after`` = (the first file's number - 1). Each line is one event as the API shows
+it (``{"event_id", "sequence", ...}``), written in sequence order. A file is sealed after
+``segment_events`` lines and a new one started; retention deletes whole sealed files, oldest
+first.
+
+Durability: lines are written without an fsync (the OS keeps them across a SIGKILL); ``sync``
+fsyncs what was written, and the engine calls it before every snapshot, because the journal
+records after the newest snapshot are what rebuild a lost tail: at start the feed derives
+again the events of every replayed record past the log's last line. A torn last line (power
+loss) is cut at open.
+
+Every file operation goes through the ``fsseam`` seam. Methods block: call them from an
+executor thread (or before serving). Thread-safety: one writer thread at a time (the feed's
+flush lock); ``read`` may run concurrently with appends because it never reads past the
+sequence the caller knows to be written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from dataclasses import dataclass
+from datetime import datetime
+
+from fsseam.fs import FileSystem, WritableFile
+
+log = logging.getLogger("service.events")
+
+SUFFIX = ".events"
+READ_CHUNK = 1024 * 1024
+
+
+@dataclass(slots=True)
+class Segment:
+    """One file of the log: the first sequence it covers, its line count and its newest
+    event's sequence and time (ms; 0 when empty)."""
+
+    first: int
+    path: str
+    count: int = 0
+    last_sequence: int = 0
+    last_time_ms: int = 0
+
+
+def segment_name(first: int) -> str:
+    return f"{first:020d}{SUFFIX}"
+
+
+def _parse(line: bytes) -> dict[str, object] | None:
+    try:
+        doc = json.loads(line)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("sequence"), int):
+        return None
+    return doc
+
+
+def _time_ms(value: object) -> int:
+    """An event's RFC 3339 ``time`` in ms since the epoch (0 when unreadable)."""
+    if not isinstance(value, str):
+        return 0
+    try:
+        return round(datetime.fromisoformat(value).timestamp() * 1000)
+    except ValueError:
+        return 0
+
+
+class EventLog:
+    """The segment files of one data dir."""
+
+    def __init__(self, fs: FileSystem, directory: str, segment_events: int) -> None:
+        self._fs = fs
+        self._directory = directory
+        self._segment_events = max(1, segment_events)
+        self._segments: list[Segment] = []
+        self._writer: WritableFile | None = None
+        self._dirty: set[str] = set()
+        self.last_sequence = 0
+        """Sequence of the newest line written (``covered_after`` when there is none)."""
+
+    # -- open ----------------------------------------------------------------------------
+
+    def open(self, start_after: int) -> None:
+        """Load the segments (creating the log, covering sequences after ``start_after``,
+        when there is none) and cut a torn last line."""
+        if not self._fs.exists(self._directory):
+            self._fs.mkdir(self._directory)
+        names = sorted(n for n in self._fs.listdir(self._directory) if n.endswith(SUFFIX))
+        for name in names:
+            try:
+                first = int(name[: -len(SUFFIX)])
+            except ValueError:
+                continue
+            self._segments.append(self._scan(Segment(first, os.path.join(self._directory, name))))
+        if not self._segments:
+            self._start_segment(start_after + 1)
+            # The new log's first file must outlive a crash, or the coverage would be lost.
+            self._fs.fsync_dir(self._directory)
+        newest = max((s.last_sequence for s in self._segments), default=0)
+        self.last_sequence = max(newest, self.covered_after)
+
+    def _scan(self, segment: Segment) -> Segment:
+        """Count the lines, note the newest, and cut anything after the last good line."""
+        source = self._fs.open_read(segment.path)
+        try:
+            data = source.read()
+        finally:
+            source.close()
+        good = 0
+        for line in data.splitlines(keepends=True):
+            doc = _parse(line) if line.endswith(b"\n") else None
+            if doc is None:
+                break
+            good += len(line)
+            segment.count += 1
+            segment.last_sequence = int(doc["sequence"])  # type: ignore[call-overload]
+            segment.last_time_ms = _time_ms(doc.get("time"))
+        if good < len(data):
+            log.warning("event log %s: cut %d bytes of a torn tail", segment.path, len(data) - good)
+            self._fs.truncate(segment.path, good)
+        return segment
+
+    @property
+    def covered_after(self) -> int:
+        """Every event with a sequence above this is in the log (or still to be written)."""
+        return self._segments[0].first - 1 if self._segments else 0
+
+    # -- write ---------------------------------------------------------------------------
+
+    def _start_segment(self, first: int) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        segment = Segment(first, os.path.join(self._directory, segment_name(first)))
+        self._segments.append(segment)
+        self._writer = self._fs.create(segment.path)
+        self._dirty.add(segment.path)
+
+    def append(self, lines: list[tuple[int, int, bytes]]) -> None:
+        """Write ``(sequence, time_ms, json line)`` entries, in sequence order."""
+        for sequence, time_ms, line in lines:
+            if sequence <= self.last_sequence:
+                continue
+            current = self._segments[-1]
+            if current.count >= self._segment_events:
+                self._start_segment(sequence)
+                current = self._segments[-1]
+            if self._writer is None:
+                self._writer = self._fs.open_append(current.path)
+            self._writer.write(line)
+            self._dirty.add(current.path)
+            current.count += 1
+            current.last_sequence = sequence
+            current.last_time_ms = time_ms
+            self.last_sequence = sequence
+
+    def sync(self) -> None:
+        """Fsync every file written since the last sync, and the directory."""
+        dirty, self._dirty = self._dirty, set()
+        for path in dirty:
+            with contextlib.suppress(FileNotFoundError):
+                # The journal may drop the records that could rebuild these lines next.
+                self._fs.fsync_file(path)
+        if dirty:
+            self._fs.fsync_dir(self._directory)  # new segment files' names
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    # -- read ----------------------------------------------------------------------------
+
+    def read(self, after: int, limit: int, through: int) -> list[bytes]:
+        """Up to ``limit`` lines with ``after < sequence <= through``, in order.
+
+        ``through`` must be a sequence known to be written (the caller's flushed mark).
+        """
+        lines: list[bytes] = []
+        segments = [s for s in self._segments if s.last_sequence > after and s.first <= through]
+        for segment in segments:
+            try:
+                source = self._fs.open_read(segment.path)
+            except FileNotFoundError:
+                continue  # dropped by retention meanwhile; the caller rechecks coverage
+            try:
+                data = source.read()
+            finally:
+                source.close()
+            for line in data.splitlines(keepends=True):
+                doc = _parse(line) if line.endswith(b"\n") else None
+                if doc is None:
+                    break
+                sequence = int(doc["sequence"])  # type: ignore[call-overload]
+                if sequence > through:
+                    return lines
+                if sequence > after:
+                    lines.append(line)
+                    if len(lines) >= limit:
+                        return lines
+        return lines
+
+    # -- retention -----------------------------------------------------------------------
+
+    def drop_old(self, now_ms: int, keep_ms: int, keep_count: int, hold_after: int | None) -> int:
+        """Delete sealed files whose every event is older than ``keep_ms`` and which more than
+        ``keep_count`` newer events follow, and which no reader still needs (``hold_after``:
+        the lowest sequence a webhook has not delivered). Return how many went."""
+        dropped = 0
+        while len(self._segments) > 1:
+            oldest = self._segments[0]
+            newer = sum(s.count for s in self._segments[1:])
+            if oldest.last_time_ms and now_ms - oldest.last_time_ms < keep_ms:
+                break
+            if newer < keep_count:
+                break
+            if hold_after is not None and oldest.last_sequence > hold_after:
+                break
+            self._fs.unlink(oldest.path)
+            self._segments.pop(0)
+            dropped += 1
+        if dropped:
+            log.info(
+                "event log: dropped %d old files; events kept after sequence %d",
+                dropped,
+                self.covered_after,
+            )
+        return dropped
+
+    def event_count(self) -> int:
+        return sum(s.count for s in self._segments)

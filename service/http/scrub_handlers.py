@@ -1,0 +1,25 @@
+"""``/api/v1/system/scrub``: the scrub's state and findings (GET), a pass now (POST).
+
+Both are an administrator's (``system:info`` to read, ``system:maintenance`` to start).
+"""
+
+from __future__ import annotations
+
+from service.api_errors import ApiError
+from service.auth import Action
+from service.http.base import ApiHandler
+
+
+class ScrubHandler(ApiHandler):
+    route_name = "/api/v1/system/scrub"
+    SUPPORTED_METHODS = ("GET", "POST")
+
+    def get(self) -> None:
+        self.authorize(Action.SYSTEM_INFO)
+        self.send_json(200, self.ctx.scrub.document())
+
+    def post(self) -> None:
+        self.authorize(Action.SYSTEM_MAINTENANCE)
+        if not self.ctx.scrub.start_pass():
+            raise ApiError("InvalidState", "a scrub pass is already running")
+        self.send_json(202, self.ctx.scrub.document())

@@ -1,0 +1,128 @@
+"""Lifecycle rules per bucket: their part of the metadata state and of ``apply``.
+
+A bucket's rules are replaced as a whole by one ``LifecycleConfigured`` event (an empty list
+removes them); ``MetaState`` dispatches the event here and calls ``forget_bucket`` when a
+bucket is deleted, so a later bucket of the same name starts with no rules. The rules are
+validated before they are journaled (``service.lifecycle_config``); ``apply`` only checks
+the shapes, so a damaged event is refused instead of raising.
+
+The actions the rules cause (expiring objects, removing noncurrent versions, aborting
+uploads) are ordinary journaled operations made by ``service.lifecycle``; nothing here
+changes objects.
+
+Thread-safety: like ``MetaState``, mutate only on the event-loop thread; rules are immutable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from service.meta import events, fields
+from service.meta.fields import MalformedEventError
+from service.meta.outcome import Outcome, accepted, rejected
+
+Handler = Callable[[Mapping[str, Any]], Outcome]
+
+DAY_MS = 86_400_000
+
+ACTIONS = ("expire_after_days", "noncurrent_expire_after_days", "abort_multipart_after_days")
+"""The rule fields that name an action (a rule names at least one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleRule:
+    """One rule: which keys (``prefix``) and after how many days each action applies."""
+
+    id: str
+    prefix: str
+    enabled: bool
+    expire_after_days: float | None
+    noncurrent_expire_after_days: float | None
+    abort_multipart_after_days: float | None
+
+    def to_document(self) -> dict[str, Any]:
+        """The rule as the API shows it and as the event carries it."""
+        return {
+            "id": self.id,
+            "prefix": self.prefix,
+            "enabled": self.enabled,
+            "expire_after_days": self.expire_after_days,
+            "noncurrent_expire_after_days": self.noncurrent_expire_after_days,
+            "abort_multipart_after_days": self.abort_multipart_after_days,
+        }
+
+    @classmethod
+    def from_document(cls, doc: Mapping[str, Any]) -> LifecycleRule:
+        """The rule of a journaled document; MalformedEventError if it is not one."""
+        return cls(
+            id=fields.text(doc, "id"),
+            prefix=fields.text(doc, "prefix"),
+            enabled=fields.flag(doc, "enabled"),
+            expire_after_days=_days(doc, "expire_after_days"),
+            noncurrent_expire_after_days=_days(doc, "noncurrent_expire_after_days"),
+            abort_multipart_after_days=_days(doc, "abort_multipart_after_days"),
+        )
+
+
+def _days(doc: Mapping[str, Any], name: str) -> float | None:
+    value = doc.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise MalformedEventError(f"field {name!r} must be a positive number or null")
+    return float(value)
+
+
+def days_to_ms(days: float) -> int:
+    """A rule's age threshold in milliseconds (0.0001 days is 8,640 ms)."""
+    return round(days * DAY_MS)
+
+
+class Lifecycle:
+    """The rules of every bucket that has some."""
+
+    def __init__(self, bucket_exists: Callable[[str], bool]) -> None:
+        self._bucket_exists = bucket_exists
+        self._rules: dict[str, tuple[LifecycleRule, ...]] = {}
+
+    def handlers(self) -> dict[str, Handler]:
+        return {events.LIFECYCLE_CONFIGURED: self._configured}
+
+    def images(self) -> dict[str, list[dict[str, Any]]]:
+        """The rules as documents, bucket by bucket (for a snapshot)."""
+        return {bucket: [r.to_document() for r in rules] for bucket, rules in self._rules.items()}
+
+    def load(self, image: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+        """Hold the rules of a snapshot image instead of the current ones."""
+        self._rules = {
+            bucket: tuple(LifecycleRule.from_document(doc) for doc in docs)
+            for bucket, docs in image.items()
+        }
+
+    def forget_bucket(self, bucket: str) -> None:
+        self._rules.pop(bucket, None)
+
+    def rules(self, bucket: str) -> tuple[LifecycleRule, ...]:
+        """The bucket's rules in the order they were given (empty when none)."""
+        return self._rules.get(bucket, ())
+
+    def buckets(self) -> list[str]:
+        """Buckets that have rules, by name."""
+        return sorted(self._rules)
+
+    def _configured(self, event: Mapping[str, Any]) -> Outcome:
+        bucket = fields.text(event, "bucket")
+        fields.integer(event, "at")
+        docs = event.get("rules")
+        if not isinstance(docs, list | tuple) or not all(isinstance(d, Mapping) for d in docs):
+            raise MalformedEventError("field 'rules' must be a list of maps")
+        rules = tuple(LifecycleRule.from_document(doc) for doc in docs)
+        if not self._bucket_exists(bucket):
+            return rejected("NoSuchBucket", f"bucket {bucket!r} does not exist")
+        if rules:
+            self._rules[bucket] = rules
+        else:
+            self._rules.pop(bucket, None)
+        return accepted(None)

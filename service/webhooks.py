@@ -1,0 +1,347 @@
+"""Webhook delivery: each webhook's events, in sequence order, at least once, across crashes.
+
+One worker task per configured webhook reads the event feed forward from the webhook's
+cursor, a page at a time (so memory stays bounded however far behind it is), and POSTs each
+event it wants to its URL: the event as the JSON body, ``X-Event-Id`` and
+``X-Signature-Sha256: hex(HMAC-SHA256(secret, body))``. Any 2xx acknowledges; anything else
+(a status, a refused connection, a timeout) is retried with exponential backoff from
+``FIRST_RETRY_SECONDS`` doubling up to ``webhook_max_backoff``, for as long as the webhook
+exists: a later event is never sent before an earlier one is acknowledged.
+
+Durability: cursors and figures are checkpointed to ``<data_dir>/events/webhooks.json``
+(written to a temporary file, fsynced, renamed) as soon as one changes, then at most every
+``CHECKPOINT_SECONDS``. A cursor only moves past acknowledged events, so after a crash a
+webhook resumes at or before its true position: it may deliver an event again (same
+``X-Event-Id``), never skips one.
+The event feed keeps the files a webhook still needs for up to ``webhook_hold_seconds`` of no
+progress; a webhook that stays broken longer loses the dropped events (counted in ``skipped``,
+named in ``last_error``).
+
+Thread-safety: event-loop thread only; the checkpoint file is written on the executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import itertools
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from service.config import Config
+from service.engine import Engine
+from service.events_feed import FeedEvent
+from service.meta.notification_state import Webhook
+from service.timefmt import rfc3339_seconds
+
+_TEMP_NUMBERS = itertools.count()
+log = logging.getLogger("service.webhooks")
+
+CHECKPOINT_NAME = "webhooks.json"
+CHECKPOINT_SECONDS = 0.2
+RECONCILE_SECONDS = 0.5
+FIRST_RETRY_SECONDS = 1.0
+PAGE = 100
+IDLE_WAIT_SECONDS = 5.0
+MAX_ERROR_CHARS = 200
+
+
+@dataclass(slots=True)
+class Progress:
+    """What one webhook has done; ``cursor`` is the sequence of the last event it is done
+    with (acknowledged, or not wanted)."""
+
+    cursor: int = 0
+    delivered: int = 0
+    failed_attempts: int = 0
+    skipped: int = 0
+    last_error: str | None = None
+    last_delivered_at: float | None = None
+    last_progress_at: float = 0.0
+    """Wall time of the last acknowledgement (or of start): the hold clock."""
+    pending: int = 0
+    """Wanted events after ``cursor`` (not checkpointed: counted again at start)."""
+    counted: bool = False
+    """Whether ``pending`` is complete (new events are then counted as they come)."""
+
+
+CHECKPOINTED = (
+    "cursor",
+    "delivered",
+    "failed_attempts",
+    "skipped",
+    "last_error",
+    "last_delivered_at",
+)
+
+
+def signature(secret: str, body: bytes) -> str:
+    """The ``X-Signature-Sha256`` value: lowercase hex HMAC-SHA256 of the body."""
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def _key(hook: Webhook) -> str:
+    return f"{hook.bucket}/{hook.id}"
+
+
+class WebhookDispatcher:
+    """Runs the workers, keeps the cursors and answers the status figures."""
+
+    def __init__(self, engine: Engine, config: Config) -> None:
+        self._engine = engine
+        self._config = config
+        self._path = os.path.join(config.data_dir, "events", CHECKPOINT_NAME)
+        self._progress: dict[str, Progress] = {}
+        self._workers: dict[str, tuple[Webhook, asyncio.Task[None]]] = {}
+        self._dirty = False
+        self._changed = asyncio.Event()
+        self._client: httpx.AsyncClient | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.delivered_total = 0
+        self.failures_total = 0
+
+    # -- start and stop ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the checkpoint and start a worker per webhook (and the housekeeping)."""
+        loaded = await self._engine.run_blocking(self._load)
+        now = time.time()
+        for key, doc in loaded.items():
+            if isinstance(doc, dict):
+                saved = {name: doc[name] for name in CHECKPOINTED if name in doc}
+                self._progress[key] = Progress(**saved, last_progress_at=now)
+        self._client = httpx.AsyncClient(timeout=self._config.webhook_timeout)
+        self._engine.events.hold = self.hold
+        self._engine.events.listeners.append(self._count_new)
+        self._reconcile()
+        self._tasks.append(asyncio.create_task(self._housekeeping()))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        workers = [task for _, task in self._workers.values()]
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*self._tasks, *workers, return_exceptions=True)
+        self._workers.clear()
+        with contextlib.suppress(OSError):
+            await self._checkpoint()
+        if self._client is not None:
+            await self._client.aclose()
+
+    def _mark(self) -> None:
+        """Progress changed: the housekeeping writes a checkpoint soon."""
+        self._dirty = True
+        self._changed.set()
+
+    async def _housekeeping(self) -> None:
+        """Reconcile the workers with the configuration every ``RECONCILE_SECONDS``, and
+        write a checkpoint as soon as something changed, then at most every
+        ``CHECKPOINT_SECONDS`` (a crash redelivers what the last one did not record)."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), RECONCILE_SECONDS)
+            self._changed.clear()
+            self._reconcile()
+            try:
+                await self._checkpoint()
+            except OSError as exc:
+                log.error("writing the webhook checkpoint failed (retrying): %s", exc)
+            await asyncio.sleep(CHECKPOINT_SECONDS)
+
+    def _reconcile(self) -> None:
+        """Start workers for new or changed webhooks, stop those of removed ones."""
+        wanted = {_key(hook): hook for hook in self._engine.state.notifications.all_webhooks()}
+        for key, (hook, task) in list(self._workers.items()):
+            if wanted.get(key) != hook:
+                task.cancel()
+                del self._workers[key]
+        for key, hook in wanted.items():
+            if key not in self._workers:
+                progress = self._progress.setdefault(key, Progress(last_progress_at=time.time()))
+                progress.cursor = max(progress.cursor, hook.start_after)
+                self._workers[key] = (hook, asyncio.create_task(self._run(hook, progress)))
+        for key in [k for k in self._progress if k not in wanted]:
+            del self._progress[key]
+            self._mark()
+
+    # -- the worker ----------------------------------------------------------------------
+
+    async def _run(self, hook: Webhook, progress: Progress) -> None:
+        feed = self._engine.events
+        await self._count_pending(hook, progress)
+        while True:
+            try:
+                items, through = await feed.read(
+                    progress.cursor, self._engine.executor, hook.bucket, PAGE
+                )
+            except LookupError:
+                self._skip_expired(hook, progress)
+                continue
+            for item in items:
+                if hook.wants(item.type, item.key):
+                    await self._deliver(hook, progress, item)
+                    progress.pending = max(0, progress.pending - 1)
+                progress.cursor = item.sequence
+                self._mark()
+            if through > progress.cursor:
+                progress.cursor = through
+                self._mark()
+            if not items:
+                await feed.wait(progress.cursor, IDLE_WAIT_SECONDS)
+
+    async def _count_pending(self, hook: Webhook, progress: Progress) -> None:
+        """Count the wanted events after the cursor (read in pages; never all in memory),
+        then let ``_count_new`` count the new ones: the scan runs until it has caught up,
+        and nothing can arrive between its last check and the hand-over (no await)."""
+        feed, after = self._engine.events, progress.cursor
+        progress.pending, progress.counted = 0, False
+        while after < feed.last_sequence:
+            try:
+                items, through = await feed.read(after, self._engine.executor, hook.bucket, 1000)
+            except LookupError:
+                after = feed.covered_after
+                continue
+            progress.pending += sum(1 for item in items if hook.wants(item.type, item.key))
+            if through <= after:
+                break
+            after = through
+        progress.counted = True
+
+    def _count_new(self, item: FeedEvent) -> None:
+        """A new event: one more pending for each webhook of its bucket that wants it."""
+        for hook, _ in self._workers.values():
+            if hook.bucket == item.bucket and hook.wants(item.type, item.key):
+                progress = self._progress.get(_key(hook))
+                if progress is not None and progress.counted:
+                    progress.pending += 1
+
+    def _skip_expired(self, hook: Webhook, progress: Progress) -> None:
+        covered = self._engine.events.covered_after
+        progress.skipped += 1
+        progress.last_error = (
+            f"events after sequence {progress.cursor} expired before delivery; "
+            f"resumed after {covered}"
+        )
+        log.error("webhook %s: %s", _key(hook), progress.last_error)
+        progress.cursor = covered
+        self._mark()
+
+    async def _deliver(self, hook: Webhook, progress: Progress, item: FeedEvent) -> None:
+        """POST one event until a 2xx answers it (the worker is cancelled if the webhook
+        goes)."""
+        body = item.body.rstrip(b"\n")
+        event_id = json.loads(body)["event_id"]
+        headers = {
+            "Content-Type": "application/json",
+            "X-Event-Id": event_id,
+            "X-Signature-Sha256": signature(hook.secret, body),
+        }
+        delay = min(FIRST_RETRY_SECONDS, self._config.webhook_max_backoff)
+        while True:
+            error = await self._post(hook.url, body, headers)
+            if error is None:
+                progress.delivered += 1
+                progress.last_delivered_at = progress.last_progress_at = time.time()
+                progress.last_error = None
+                self.delivered_total += 1
+                return
+            progress.failed_attempts += 1
+            progress.last_error = error[:MAX_ERROR_CHARS]
+            self.failures_total += 1
+            self._mark()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self._config.webhook_max_backoff)
+
+    async def _post(self, url: str, body: bytes, headers: dict[str, str]) -> str | None:
+        """None when the receiver acknowledged, else what went wrong (never raises)."""
+        assert self._client is not None
+        try:
+            response = await self._client.post(url, content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        if 200 <= response.status_code < 300:
+            return None
+        return f"HTTP {response.status_code}"
+
+    # -- figures and retention -----------------------------------------------------------
+
+    def status(self, hook: Webhook) -> dict[str, Any]:
+        """The contract's ``status`` of one webhook (plus ``cursor`` and ``skipped``)."""
+        progress = self._progress.get(_key(hook)) or Progress(cursor=hook.start_after)
+        return {
+            "delivered": progress.delivered,
+            "pending": progress.pending,
+            "failed_attempts": progress.failed_attempts,
+            "last_error": progress.last_error,
+            "last_delivered_at": (
+                rfc3339_seconds(progress.last_delivered_at) if progress.last_delivered_at else None
+            ),
+            "cursor": max(progress.cursor, hook.start_after),
+            "skipped": progress.skipped,
+        }
+
+    def pending_total(self) -> int:
+        return sum(progress.pending for progress in self._progress.values())
+
+    def hold(self) -> int | None:
+        """The lowest cursor of a webhook that made progress within the hold window."""
+        horizon = time.time() - self._config.webhook_hold_seconds
+        cursors = [p.cursor for p in self._progress.values() if p.last_progress_at >= horizon]
+        return min(cursors, default=None)
+
+    # -- checkpoint ----------------------------------------------------------------------
+
+    async def _checkpoint(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        doc = {
+            key: {name: getattr(progress, name) for name in CHECKPOINTED}
+            for key, progress in self._progress.items()
+        }
+        data = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+        try:
+            await self._engine.run_blocking(self._write, data)
+        except BaseException:
+            self._mark()
+            raise
+
+    def _write(self, data: bytes) -> None:
+        fs = self._engine.fs
+        # A name of its own: a write cut loose by a cancelled task may still be running.
+        temp = f"{self._path}.{next(_TEMP_NUMBERS)}.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            fs.unlink(temp)  # left by a crash mid-write (create refuses an existing file)
+        target = fs.create(temp)
+        try:
+            target.write(data)
+            target.fsync()  # the cursors must be whole on disk before they replace the old
+        finally:
+            target.close()
+        fs.rename(temp, self._path)
+        fs.fsync_dir(os.path.dirname(self._path))  # the rename itself must survive a crash
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        fs = self._engine.fs
+        if not fs.exists(self._path):
+            return {}
+        source = fs.open_read(self._path)
+        try:
+            data = source.read()
+        finally:
+            source.close()
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            log.error("webhook checkpoint %s is unreadable; cursors restart", self._path)
+            return {}
+        return doc if isinstance(doc, dict) else {}

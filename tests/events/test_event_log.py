@@ -1,0 +1,110 @@
+"""The event log's files (unit tests on a temporary directory): rolling, reading ranges, a
+torn tail cut at open, and retention by age, count and a webhook's hold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fsseam.fs import RealFileSystem
+from service.event_log import EventLog
+from service.events_feed import derive
+from service.meta import MetaState, events
+
+DAY_MS = 86_400_000
+
+
+def line(sequence: int, time_ms: int = 0) -> tuple[int, int, bytes]:
+    doc = {"sequence": sequence, "time": "2026-11-22T08:41:44.123Z", "bucket": "b", "key": "k"}
+    return sequence, time_ms, json.dumps(doc).encode() + b"\n"
+
+
+def opened(directory: Path, segment_events: int = 3, start_after: int = 0) -> EventLog:
+    log = EventLog(RealFileSystem(), str(directory), segment_events)
+    log.open(start_after)
+    return log
+
+
+def sequences(lines: list[bytes]) -> list[int]:
+    return [json.loads(item)["sequence"] for item in lines]
+
+
+def test_appends_roll_files_and_reads_return_the_asked_range(tmp_path: Path) -> None:
+    log = opened(tmp_path / "events")
+    log.append([line(n) for n in (2, 3, 5, 8, 9, 10, 12)])
+    assert len(list((tmp_path / "events").iterdir())) == 3
+    assert sequences(log.read(0, 100, 12)) == [2, 3, 5, 8, 9, 10, 12]
+    assert sequences(log.read(5, 2, 12)) == [8, 9]
+    assert sequences(log.read(3, 100, 9)) == [5, 8, 9]
+    assert log.covered_after == 0 and log.last_sequence == 12
+    log.append([line(4)])  # older than the newest: ignored, never written twice
+    assert sequences(log.read(3, 100, 12)) == [5, 8, 9, 10, 12]
+
+
+def test_a_torn_last_line_is_cut_at_open(tmp_path: Path) -> None:
+    log = opened(tmp_path / "events", segment_events=100, start_after=41)
+    log.append([line(42), line(43)])
+    log.close()
+    (segment,) = (tmp_path / "events").iterdir()
+    assert segment.name == f"{42:020d}.events"
+    with segment.open("ab") as file:
+        file.write(b'{"sequence": 44, "bu')
+    again = opened(tmp_path / "events", segment_events=100)
+    assert again.last_sequence == 43 and again.covered_after == 41
+    assert segment.read_bytes().endswith(b"\n")
+    again.append([line(44)])
+    assert sequences(again.read(41, 100, 44)) == [42, 43, 44]
+
+
+def test_retention_keeps_young_events_enough_events_and_what_a_webhook_needs(
+    tmp_path: Path,
+) -> None:
+    log = opened(tmp_path / "events", segment_events=2)
+    now = 10 * DAY_MS
+    log.append([line(n, now - 2 * DAY_MS) for n in range(1, 7)])
+    log.append([line(n, now) for n in range(7, 9)])
+    # Four files: [1,2] [3,4] [5,6] old, [7,8] young.
+    assert log.drop_old(now, DAY_MS, keep_count=10, hold_after=None) == 0
+    assert log.drop_old(now, DAY_MS, keep_count=2, hold_after=2) == 1
+    assert log.covered_after == 2
+    assert log.drop_old(now, DAY_MS, keep_count=2, hold_after=None) == 2
+    assert log.covered_after == 6 and sequences(log.read(6, 10, 8)) == [7, 8]
+    assert log.drop_old(now, 0, keep_count=0, hold_after=None) == 0  # the newest file stays
+
+
+def test_events_are_derived_from_accepted_object_records_only() -> None:
+    state = MetaState()
+    bucket = events.bucket_created(
+        name="b", owner="u", quota_bytes=None, versioning_enabled=False, tags={}, at=1
+    )
+    assert derive(1, bucket, state.apply(bucket)) is None
+    stored = events.object_stored(
+        bucket="b",
+        key="k",
+        payload_id="p1",
+        size=3,
+        content_type="text/plain",
+        sha256="ab" * 32,
+        custom_metadata={},
+        version_token="t1",
+        if_none_match=False,
+        if_match=None,
+        at=1_795_336_904_123,
+    )
+    created = derive(2, stored, state.apply(stored))
+    assert created == {
+        "event_id": "ev_0000000000000002",
+        "sequence": 2,
+        "type": "object.created",
+        "bucket": "b",
+        "key": "k",
+        "version_id": None,
+        "size_bytes": 3,
+        "etag": "ab" * 32,
+        "time": "2026-11-22T08:41:44.123Z",
+    }
+    again = dict(stored, if_none_match=True, payload_id="p2", version_token="t2")
+    assert derive(3, again, state.apply(again)) is None  # refused: no event
+    deleted = events.object_deleted(bucket="b", key="k", version_id=None, version_token="t3", at=5)
+    gone = derive(4, deleted, state.apply(deleted))
+    assert gone is not None and gone["type"] == "object.deleted" and gone["size_bytes"] == 3
