@@ -25,6 +25,7 @@ from service.openapi.paths_storage import (
     object_paths,
     parameter_components,
 )
+from service.openapi.paths_upkeep import upkeep_paths, upkeep_schemas
 from service.openapi.requests import request_schemas
 from service.openapi.schemas import resource_schemas
 
@@ -95,6 +96,7 @@ def openapi_document() -> dict[str, Any]:
         system_paths(),
         multipart_paths(),
         video_paths(),
+        upkeep_paths(),
         console_paths(),
     ):
         paths.update(part)
@@ -116,13 +118,19 @@ def openapi_document() -> dict[str, Any]:
                 "media",
                 "accounts",
                 "diagnostics",
+                "upkeep",
                 "console",
             )
         ],
         "security": [{"basicAuth": []}, {"bearerAuth": []}],
         "paths": paths,
         "components": {
-            "schemas": {**error_schemas(), **resource_schemas(), **request_schemas()},
+            "schemas": {
+                **error_schemas(),
+                **resource_schemas(),
+                **request_schemas(),
+                **upkeep_schemas(),
+            },
             "responses": error_responses(REQUEST_ID),
             "parameters": parameter_components(),
             "headers": {"X-Request-Id": REQUEST_ID},
