@@ -140,10 +140,6 @@ def test_workers_is_accepted_and_one_process_serves(
     assert "one serving process" in server.logs()
 
 
-@pytest.mark.skipif(
-    "cors_origins" not in {field.name for field in fields(Config)},
-    reason="SERVICE_CORS_ORIGINS arrives with the CORS work (issue 14A)",
-)
 def test_a_malformed_cors_origin_is_one_line(tmp_path: Path) -> None:
     data = tmp_path / "data"
     done = run_service("--data-dir", str(data), env={"SERVICE_CORS_ORIGINS": "notanorigin"})
