@@ -15,9 +15,11 @@ version's age counts from when it stopped being current (the ``created_at`` of t
 version); a session's from its creation. A delete marker left as a key's only version is
 removed once older than ``noncurrent_expire_after_days`` (S3's expired object delete marker).
 
-Known race, documented in docs/lifecycle.md: a PUT accepted a few milliseconds before the
-pass deletes the same key (its record queued in the journal but not yet applied) can be
-deleted by the pass; the deletion is an ordinary visible version/event.
+No lost writes: each delete record carries the version the pass judged due and why
+(``service.meta.lifecycle_state.judgment``), and ``apply`` refuses it when the key's versions
+no longer agree at that point of the journal -- a PUT whose record was queued while the pass
+judged the key wins, whatever the interleaving. A refused delete lost a race: skipped, not
+counted. An abort likewise names its cutoff and only closes a session created before it.
 
 Thread-safety: event-loop thread only.
 """
@@ -31,17 +33,36 @@ from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 
 from service.api_errors import ApiError
+from service.buckets import outcome_error
 from service.engine import Engine
-from service.meta.lifecycle_state import LifecycleRule, days_to_ms
-from service.multipart import abort_upload
-from service.objects import delete_object
+from service.meta import ObjectVersion, UploadSession, events
+from service.meta.lifecycle_state import (
+    EXPIRE,
+    LONE_MARKER,
+    NONCURRENT,
+    LifecycleRule,
+    days_to_ms,
+    is_due,
+    judgment,
+)
+from service.multipart import ensure_not_completing
+from service.objects import new_version_token
 from service.timefmt import now_ms
 
 log = logging.getLogger("service.lifecycle")
 
 PAGE = 200
 CONCURRENCY = 32
-_GONE = frozenset({"NoSuchKey", "NoSuchVersion", "NoSuchBucket", "NoSuchUpload", "InvalidState"})
+_GONE = frozenset(
+    {
+        "NoSuchKey",
+        "NoSuchVersion",
+        "NoSuchBucket",
+        "NoSuchUpload",
+        "InvalidState",
+        "PreconditionFailed",
+    }
+)
 """Outcomes that mean someone else got there first: not counted, not an error."""
 
 
@@ -113,8 +134,8 @@ class LifecycleRunner:
         state, done, start_after = self._engine.state, 0, None
         while state.get_bucket(bucket) is not None:
             page = state.list_objects(bucket, prefix=prefix, limit=PAGE, start_after=start_after)
-            due = [v.key for v in page.objects if v.updated_at < cutoff]
-            done += await self._all(delete_object(self._engine, bucket, k, None) for k in due)
+            due = [v for v in page.objects if is_due(EXPIRE, (v,), 0, cutoff)]
+            done += await self._all(self._delete(v, None, EXPIRE, cutoff) for v in due)
             if not page.truncated or page.last_item is None:
                 break
             start_after = page.last_item
@@ -128,29 +149,44 @@ class LifecycleRunner:
         cursor: tuple[str, int] | None = None
         while state.get_bucket(bucket) is not None:
             page = state.list_versions(bucket, prefix=prefix, limit=PAGE, start_after=cursor)
-            due: list[tuple[str, str]] = []
+            due: list[tuple[ObjectVersion, str]] = []
             for entry in page.versions:
                 version = entry.version
                 history = state.object_versions(bucket, version.key)
                 position = next((i for i, v in enumerate(history) if v == version), None)
                 if position is None:
                     continue
-                if position < len(history) - 1:
-                    since = history[position + 1].created_at
-                elif len(history) == 1 and version.is_delete_marker:
-                    since = version.updated_at
-                else:
-                    continue
-                if since < cutoff:
-                    due.append((version.key, version.version_id or "null"))
+                for kind in (NONCURRENT, LONE_MARKER):
+                    if is_due(kind, history, position, cutoff):
+                        due.append((version, kind))
+                        break
             done += await self._all(
-                delete_object(self._engine, bucket, key, version_id) for key, version_id in due
+                self._delete(v, v.version_id or "null", kind, cutoff) for v, kind in due
             )
             if not page.truncated or page.last_item is None:
                 break
             cursor = page.last_item
             await asyncio.sleep(self._pause)
         return done
+
+    async def _delete(
+        self, version: ObjectVersion, version_id: str | None, kind: str, cutoff: int
+    ) -> None:
+        """Journal the delete of ``version`` judged due as ``kind``; ``apply`` refuses it
+        when the key changed since (PreconditionFailed: a race lost, skipped)."""
+        self._engine.ensure_writable()
+        outcome = await self._engine.commit(
+            events.object_deleted(
+                bucket=version.bucket,
+                key=version.key,
+                version_id=version_id,
+                version_token=new_version_token(),
+                at=now_ms(),
+                judged=judgment(kind, version, cutoff),
+            )
+        )
+        if not outcome.ok:
+            raise outcome_error(outcome)
 
     async def _abort_uploads(self, bucket: str, prefix: str, cutoff: int) -> int:
         """Abort the bucket's sessions under ``prefix`` started before ``cutoff``."""
@@ -162,7 +198,19 @@ class LifecycleRunner:
             and session.created_at < cutoff
             and session.upload_id not in engine.uploads_completing
         ]
-        return await self._all(abort_upload(engine, session, "expired") for session in due)
+        return await self._all(self._abort(session, cutoff) for session in due)
+
+    async def _abort(self, session: UploadSession, cutoff: int) -> None:
+        """Journal the abort of a session judged older than ``cutoff`` (re-checked when
+        applied; a session completing now is left alone)."""
+        ensure_not_completing(self._engine, session.upload_id)
+        outcome = await self._engine.commit(
+            events.upload_aborted(
+                upload_id=session.upload_id, reason="expired", at=now_ms(), created_before=cutoff
+            )
+        )
+        if not outcome.ok:
+            raise outcome_error(outcome)
 
     async def _all(self, operations: Iterable[Awaitable[None]]) -> int:
         """Run the operations, ``CONCURRENCY`` at a time; how many succeeded. One that lost

@@ -168,11 +168,18 @@ def object_stored(
 
 
 def object_deleted(
-    *, bucket: str, key: str, version_id: str | None, version_token: str, at: int
+    *,
+    bucket: str,
+    key: str,
+    version_id: str | None,
+    version_token: str,
+    at: int,
+    judged: Mapping[str, Any] | None = None,
 ) -> Event:
     """A DELETE: of exactly ``version_id`` for good, or of the key (a delete marker whose
-    id is ``version_token`` when versioning is enabled)."""
-    return {
+    id is ``version_token`` when versioning is enabled). A lifecycle delete carries what it
+    ``judged`` (``service.meta.lifecycle_state.judgment``), re-checked when applied."""
+    event: Event = {
         "type": OBJECT_DELETED,
         "bucket": bucket,
         "key": key,
@@ -180,6 +187,9 @@ def object_deleted(
         "version_token": version_token,
         "at": at,
     }
+    if judged is not None:
+        event["judged"] = dict(judged)
+    return event
 
 
 def upload_started(
@@ -247,11 +257,18 @@ def upload_completed(
     }
 
 
-def upload_aborted(*, upload_id: str, reason: str, at: int) -> Event:
-    """A session was closed without an object: ``aborted`` by a client or ``expired``."""
+def upload_aborted(
+    *, upload_id: str, reason: str, at: int, created_before: int | None = None
+) -> Event:
+    """A session was closed without an object: ``aborted`` by a client or ``expired``.
+    A lifecycle abort names the cutoff it judged by (``created_before``, ms), re-checked
+    when applied."""
     if reason not in ABORT_REASONS:
         raise ValueError(f"unknown abort reason {reason!r}")
-    return {"type": UPLOAD_ABORTED, "upload_id": upload_id, "reason": reason, "at": at}
+    event: Event = {"type": UPLOAD_ABORTED, "upload_id": upload_id, "reason": reason, "at": at}
+    if created_before is not None:
+        event["created_before"] = created_before
+    return event
 
 
 def user_created(*, user_id: str, username: str, password_hash: str, role: str, at: int) -> Event:

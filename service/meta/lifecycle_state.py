@@ -8,7 +8,13 @@ the shapes, so a damaged event is refused instead of raising.
 
 The actions the rules cause (expiring objects, removing noncurrent versions, aborting
 uploads) are ordinary journaled operations made by ``service.lifecycle``; nothing here
-changes objects.
+changes objects. Each action's record carries a *judgment*: the exact version the pass
+judged due (its version id, payload id and ``updated_at``), which action and the cutoff.
+``apply`` re-checks it against the key's versions at that point of the journal
+(``judgment_problem``) and refuses the delete when the version is no longer there, no longer
+in the position the action needs (current, noncurrent, a lone delete marker) or no longer
+due. So a PUT whose record is queued while the pass judges the key can never be deleted by
+it, whatever the interleaving.
 
 Thread-safety: like ``MetaState``, mutate only on the event-loop thread; rules are immutable.
 """
@@ -21,6 +27,7 @@ from typing import Any
 
 from service.meta import events, fields
 from service.meta.fields import MalformedEventError
+from service.meta.model import NULL_VERSION_ID, ObjectVersion
 from service.meta.outcome import Outcome, accepted, rejected
 
 Handler = Callable[[Mapping[str, Any]], Outcome]
@@ -78,6 +85,66 @@ def _days(doc: Mapping[str, Any], name: str) -> float | None:
 def days_to_ms(days: float) -> int:
     """A rule's age threshold in milliseconds (0.0001 days is 8,640 ms)."""
     return round(days * DAY_MS)
+
+
+EXPIRE = "expire"
+"""The key's current version (not a delete marker) was written before the cutoff."""
+NONCURRENT = "noncurrent"
+"""A version stopped being current (its successor was created) before the cutoff."""
+LONE_MARKER = "lone_marker"
+"""A delete marker, the key's only version, was written before the cutoff."""
+JUDGMENT_KINDS = frozenset({EXPIRE, NONCURRENT, LONE_MARKER})
+
+
+def is_due(kind: str, versions: Sequence[ObjectVersion], position: int, cutoff: int) -> bool:
+    """Whether ``versions[position]`` (a key's versions, oldest first) is due under the
+    action ``kind`` with ``cutoff`` (ms): the one rule the pass and ``apply`` both use."""
+    version = versions[position]
+    last = position == len(versions) - 1
+    if kind == EXPIRE:
+        return last and not version.is_delete_marker and version.updated_at < cutoff
+    if kind == NONCURRENT:
+        return not last and versions[position + 1].created_at < cutoff
+    if kind == LONE_MARKER:
+        return len(versions) == 1 and version.is_delete_marker and version.updated_at < cutoff
+    return False
+
+
+def judgment(kind: str, version: ObjectVersion, cutoff: int) -> dict[str, Any]:
+    """What a lifecycle delete record carries: the version judged and why."""
+    if kind not in JUDGMENT_KINDS:
+        raise ValueError(f"unknown lifecycle judgment {kind!r}")
+    return {
+        "kind": kind,
+        "version_id": version.version_id,
+        "payload_id": version.payload_id,
+        "updated_at": version.updated_at,
+        "cutoff": cutoff,
+    }
+
+
+def judgment_problem(judged: Any, versions: Sequence[ObjectVersion]) -> str | None:
+    """Why a lifecycle delete judged as ``judged`` must not apply to the key's ``versions``
+    now (None: it may). MalformedEventError when ``judged`` is not a judgment."""
+    if not isinstance(judged, Mapping):
+        raise MalformedEventError("field 'judged' must be a map")
+    kind = fields.text(judged, "kind")
+    version_id = fields.optional_text(judged, "version_id")
+    payload_id = fields.optional_text(judged, "payload_id")
+    updated_at = fields.integer(judged, "updated_at")
+    cutoff = fields.integer(judged, "cutoff")
+    if kind not in JUDGMENT_KINDS:
+        raise MalformedEventError(f"unknown lifecycle judgment {kind!r}")
+    wanted = None if version_id == NULL_VERSION_ID else version_id
+    position = next((i for i, v in enumerate(versions) if v.version_id == wanted), None)
+    if position is None:
+        return "the version the lifecycle judged is gone"
+    version = versions[position]
+    if version.payload_id != payload_id or version.updated_at != updated_at:
+        return "the version the lifecycle judged was replaced"
+    if not is_due(kind, versions, position, cutoff):
+        return f"the version the lifecycle judged is no longer due ({kind})"
+    return None
 
 
 class Lifecycle:

@@ -39,7 +39,7 @@ from typing import Any
 from service.meta import events, fields
 from service.meta.accounts import Accounts
 from service.meta.fields import MalformedEventError
-from service.meta.lifecycle_state import Lifecycle
+from service.meta.lifecycle_state import Lifecycle, judgment_problem
 from service.meta.model import (
     NULL_VERSION_ID,
     AccessKey,
@@ -403,6 +403,10 @@ class MetaState:
         if bucket is None:
             return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
         before = self._objects.versions(name, key)
+        if "judged" in event:  # a lifecycle delete: only of the version it judged due
+            problem = judgment_problem(event["judged"], before)
+            if problem is not None:
+                return rejected("PreconditionFailed", problem)
         released: list[str] = []
         if version_id is not None:
             index = _find(before, None if version_id == NULL_VERSION_ID else version_id)

@@ -185,9 +185,14 @@ class Uploads:
         upload_id = fields.text(event, "upload_id")
         fields.text(event, "reason")
         fields.integer(event, "at")
+        created_before = (
+            fields.optional_integer(event, "created_before") if "created_before" in event else None
+        )
         session = self._uploads.get(upload_id)
         if session is None:
             return rejected("NoSuchUpload", f"no upload {upload_id!r}")
+        if created_before is not None and session.created_at >= created_before:
+            return rejected("PreconditionFailed", "the session is newer than the lifecycle cutoff")
         released: list[str] = []
         self.close(upload_id, released)
         return accepted(session, released)
