@@ -127,6 +127,9 @@ class Config:
     """Longest pause in seconds between retries of a failing webhook (exponential up to it)."""
     webhook_hold_seconds: float = 7 * 86400.0
     """How long undelivered events of a failing webhook hold the event log back."""
+    webhook_allowed_networks: str = ""
+    """Networks webhooks may reach besides public addresses (loopback, private and
+    link-local ones are refused by default): comma-separated CIDRs or addresses, or ``*``."""
     scrub_interval_days: float = 30.0
     """One full scrub pass (re-read and verify every payload) per this many days."""
     scrub_rate_mbps: float = 50.0
@@ -188,6 +191,10 @@ RULES: Mapping[str, Rule] = {
     "cors_origins": Rule(
         allowed="comma-separated origins (scheme://host[:port]) or *",
         validator="service.http.cors:CorsPolicy.parse",
+    ),
+    "webhook_allowed_networks": Rule(
+        allowed="comma-separated CIDR networks or addresses (10.0.0.0/8,::1), or *",
+        validator="service.webhook_targets:TargetPolicy.parse",
     ),
 }
 """Allowed values by field; a field not named here takes any value of its type >= 0."""

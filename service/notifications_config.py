@@ -19,6 +19,7 @@ from service.events_feed import EVENT_TYPES
 from service.meta import events
 from service.names import key_problem
 from service.timefmt import now_ms
+from service.webhook_targets import TargetPolicy
 
 MAX_WEBHOOKS = 20
 MAX_ID_CHARS = 255
@@ -95,8 +96,14 @@ def parse_webhooks(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 async def set_webhooks(engine: Engine, bucket: str, hooks: list[dict[str, Any]]) -> None:
-    """Replace the bucket's webhooks (an empty list removes them)."""
+    """Replace the bucket's webhooks (an empty list removes them). A URL whose host is an
+    address the operator does not allow (``service.webhook_targets``) is refused with 400."""
     require_bucket(engine, bucket)
+    policy = TargetPolicy.parse(engine.config.webhook_allowed_networks)
+    for index, hook in enumerate(hooks):
+        problem = policy.literal_problem(hook["url"])
+        if problem is not None:
+            raise _invalid(f"webhooks[{index}]: url points at {problem}")
     engine.ensure_writable()
     after = engine.journal.stats().last_sequence if engine.journal is not None else 0
     outcome = await engine.commit(

@@ -17,6 +17,11 @@ The event feed keeps the files a webhook still needs for up to ``webhook_hold_se
 progress; a webhook that stays broken longer loses the dropped events (counted in ``skipped``,
 named in ``last_error``).
 
+Where a webhook may deliver is checked at every attempt (``service.webhook_targets``): the
+URL's name is resolved, every address must be one the operator allows (public ones, plus
+``SERVICE_WEBHOOK_ALLOWED_NETWORKS``), and the POST goes to the checked address; a refused
+target is a failed attempt like a refused connection (retried, named in ``last_error``).
+
 Thread-safety: event-loop thread only; the checkpoint file is written on the executor.
 """
 
@@ -41,6 +46,7 @@ from service.engine import Engine
 from service.events_feed import FeedEvent
 from service.meta.notification_state import Webhook
 from service.timefmt import rfc3339_seconds
+from service.webhook_targets import TargetPolicy, TargetRefused
 
 _TEMP_NUMBERS = itertools.count()
 log = logging.getLogger("service.webhooks")
@@ -104,6 +110,7 @@ class WebhookDispatcher:
         self._dirty = False
         self._changed = asyncio.Event()
         self._client: httpx.AsyncClient | None = None
+        self._targets = TargetPolicy.parse(config.webhook_allowed_networks)
         self._tasks: list[asyncio.Task[None]] = []
         self.delivered_total = 0
         self.failures_total = 0
@@ -118,7 +125,11 @@ class WebhookDispatcher:
             if isinstance(doc, dict):
                 saved = {name: doc[name] for name in CHECKPOINTED if name in doc}
                 self._progress[key] = Progress(**saved, last_progress_at=now)
-        self._client = httpx.AsyncClient(timeout=self._config.webhook_timeout)
+        # No redirects (one could lead inside) and no proxy from the environment: the POST
+        # goes to the address the target check pinned.
+        self._client = httpx.AsyncClient(
+            timeout=self._config.webhook_timeout, follow_redirects=False, trust_env=False
+        )
         self._engine.events.hold = self.hold
         self._engine.events.listeners.append(self._count_new)
         self._reconcile()
@@ -265,7 +276,16 @@ class WebhookDispatcher:
         """None when the receiver acknowledged, else what went wrong (never raises)."""
         assert self._client is not None
         try:
-            response = await self._client.post(url, content=body, headers=headers)
+            target = await self._targets.pin(url)
+        except TargetRefused as exc:
+            return f"refused: {exc}"
+        try:
+            response = await self._client.post(
+                target.url,
+                content=body,
+                headers={**headers, "Host": target.host_header},
+                extensions=target.extensions,
+            )
         except httpx.HTTPError as exc:
             return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         if 200 <= response.status_code < 300:

@@ -70,6 +70,8 @@ class ServerProcess:
                 "SERVICE_ROOT_SECRET_KEY": self.secret_key,
                 "SERVICE_ADMIN_PASSWORD": self.admin_password,
                 "SERVICE_LOG_LEVEL": "info",
+                # Tests' webhook receivers listen on loopback, which is refused by default.
+                "SERVICE_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8,::1",
                 "PYTHONPATH": str(REPO_ROOT),
             }
         )
