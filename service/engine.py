@@ -204,16 +204,19 @@ class Engine:
         self.events.open(journal.snapshot.sequence if journal.snapshot else 0)
         if not self._use_index:
             state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
+            self.events.forget_after(journal.snapshot.sequence if journal.snapshot else 0)
             return journal, state, self._replay(journal, state, 0, None, unclean)
         index, reason = open_index(self.fs, self.config.data_dir)
         self.index = index
         state, applied, check = load_state(index, reason, journal)
+        self.events.forget_after(max(applied, journal.snapshot.sequence if journal.snapshot else 0))
         try:
             return journal, state, self._replay(journal, state, applied, check, unclean)
         except IndexMismatchError as exc:
             log.warning("rebuilding the index from the journal: %s", exc)
             state = rebuild(index, journal)
             base = journal.snapshot.sequence if journal.snapshot else 0
+            self.events.forget_after(base)
             return journal, state, self._replay(journal, state, base, None, unclean)
 
     def _replay(

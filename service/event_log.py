@@ -97,6 +97,8 @@ class EventLog:
         when there is none) and cut a torn last line."""
         if not self._fs.exists(self._directory):
             self._fs.mkdir(self._directory)
+            # Its name must outlive a crash too (the webhook cursors live in it as well).
+            self._fs.fsync_dir(os.path.dirname(self._directory))
         names = sorted(n for n in self._fs.listdir(self._directory) if n.endswith(SUFFIX))
         for name in names:
             try:
@@ -131,6 +133,42 @@ class EventLog:
             log.warning("event log %s: cut %d bytes of a torn tail", segment.path, len(data) - good)
             self._fs.truncate(segment.path, good)
         return segment
+
+    def forget_after(self, sequence: int) -> None:
+        """Cut every line with a sequence above ``sequence`` (the start replays the records
+        after it, which derive those events again). Lines written since the last ``sync``
+        may be lost, torn or kept in any combination by a power cut -- a hole in an older
+        file under a whole newer one, or the line of a record the journal lost -- and none
+        of that can stay once they are all derived again. No fsync: a cut that is lost is
+        made again at the next start."""
+        while len(self._segments) > 1 and self._segments[-1].first > sequence:
+            segment = self._segments.pop()
+            self._fs.unlink(segment.path)
+        segment = self._segments[-1]
+        if segment.last_sequence > sequence:
+            self._cut_segment(segment, sequence)
+        newest = max((s.last_sequence for s in self._segments), default=0)
+        self.last_sequence = max(newest, self.covered_after)
+
+    def _cut_segment(self, segment: Segment, sequence: int) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        source = self._fs.open_read(segment.path)
+        try:
+            data = source.read()
+        finally:
+            source.close()
+        kept, segment.count, segment.last_sequence, segment.last_time_ms = 0, 0, 0, 0
+        for line in data.splitlines(keepends=True):
+            doc = _parse(line)
+            if doc is None or int(doc["sequence"]) > sequence:  # type: ignore[call-overload]
+                break
+            kept += len(line)
+            segment.count += 1
+            segment.last_sequence = int(doc["sequence"])  # type: ignore[call-overload]
+            segment.last_time_ms = _time_ms(doc.get("time"))
+        self._fs.truncate(segment.path, kept)
 
     @property
     def covered_after(self) -> int:

@@ -146,6 +146,12 @@ class EventFeed:
         self._log.open(start_after)
         self._written_through = self._last_sequence = self._log.last_sequence
 
+    def forget_after(self, sequence: int) -> None:
+        """Drop the logged events after ``sequence``: the start replays every record after
+        it, deriving them again (blocking; before serving)."""
+        self._log.forget_after(sequence)
+        self._written_through = self._last_sequence = self._log.last_sequence
+
     def observe(self, sequence: int, event: Mapping[str, Any], outcome: Outcome) -> None:
         """Note the event a committed record made, if any (records in journal order)."""
         if sequence <= self._last_sequence:

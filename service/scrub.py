@@ -127,6 +127,11 @@ class Scrubber:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    async def finished(self) -> None:
+        """Wait until the pass running now (if any) ends; its failure is raised."""
+        if self._task is not None:
+            await self._task
+
     def start_pass(self) -> bool:
         """Start a pass now; False if one is running (or the server is stopping)."""
         if self.running or self._stopped:

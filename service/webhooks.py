@@ -117,14 +117,41 @@ class WebhookDispatcher:
 
     # -- start and stop ------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Load the checkpoint and start a worker per webhook (and the housekeeping)."""
+    async def load(self) -> None:
+        """Take the cursors and figures of the checkpoint (blocking part on the executor).
+
+        A cursor past the journal's last record is brought back to it: in balanced
+        durability a power cut can lose records whose events were delivered (the checkpoint
+        is fsynced, the records were not yet), and their sequences go to new records, whose
+        events must not be skipped."""
         loaded = await self._engine.run_blocking(self._load)
+        journal = self._engine.journal
+        last = journal.stats().last_sequence if journal is not None else None
         now = time.time()
         for key, doc in loaded.items():
             if isinstance(doc, dict):
                 saved = {name: doc[name] for name in CHECKPOINTED if name in doc}
-                self._progress[key] = Progress(**saved, last_progress_at=now)
+                progress = Progress(**saved, last_progress_at=now)
+                if last is not None and progress.cursor > last:
+                    log.warning(
+                        "webhook %s: cursor %d is past the journal's end %d (records lost "
+                        "to a power cut); delivering from there",
+                        key,
+                        progress.cursor,
+                        last,
+                    )
+                    progress.cursor = last
+                self._progress[key] = progress
+
+    def progress(self, hook: Webhook) -> Progress:
+        """The webhook's progress (created at its configured start when new)."""
+        progress = self._progress.setdefault(_key(hook), Progress(last_progress_at=time.time()))
+        progress.cursor = max(progress.cursor, hook.start_after)
+        return progress
+
+    async def start(self) -> None:
+        """Load the checkpoint and start a worker per webhook (and the housekeeping)."""
+        await self.load()
         # No redirects (one could lead inside) and no proxy from the environment: the POST
         # goes to the address the target check pinned.
         self._client = httpx.AsyncClient(
@@ -144,7 +171,7 @@ class WebhookDispatcher:
         await asyncio.gather(*self._tasks, *workers, return_exceptions=True)
         self._workers.clear()
         with contextlib.suppress(OSError):
-            await self._checkpoint()
+            await self.checkpoint()
         if self._client is not None:
             await self._client.aclose()
 
@@ -163,7 +190,7 @@ class WebhookDispatcher:
             self._changed.clear()
             self._reconcile()
             try:
-                await self._checkpoint()
+                await self.checkpoint()
             except OSError as exc:
                 log.error("writing the webhook checkpoint failed (retrying): %s", exc)
             await asyncio.sleep(CHECKPOINT_SECONDS)
@@ -177,8 +204,7 @@ class WebhookDispatcher:
                 del self._workers[key]
         for key, hook in wanted.items():
             if key not in self._workers:
-                progress = self._progress.setdefault(key, Progress(last_progress_at=time.time()))
-                progress.cursor = max(progress.cursor, hook.start_after)
+                progress = self.progress(hook)
                 self._workers[key] = (hook, asyncio.create_task(self._run(hook, progress)))
         for key in [k for k in self._progress if k not in wanted]:
             del self._progress[key]
@@ -187,27 +213,32 @@ class WebhookDispatcher:
     # -- the worker ----------------------------------------------------------------------
 
     async def _run(self, hook: Webhook, progress: Progress) -> None:
-        feed = self._engine.events
         await self._count_pending(hook, progress)
         while True:
-            try:
-                items, through = await feed.read(
-                    progress.cursor, self._engine.executor, hook.bucket, PAGE
-                )
-            except LookupError:
-                self._skip_expired(hook, progress)
-                continue
-            for item in items:
-                if hook.wants(item.type, item.key):
-                    await self._deliver(hook, progress, item)
-                    progress.pending = max(0, progress.pending - 1)
-                progress.cursor = item.sequence
-                self._mark()
-            if through > progress.cursor:
-                progress.cursor = through
-                self._mark()
-            if not items:
-                await feed.wait(progress.cursor, IDLE_WAIT_SECONDS)
+            if not await self.deliver_page(hook, progress):
+                await self._engine.events.wait(progress.cursor, IDLE_WAIT_SECONDS)
+
+    async def deliver_page(self, hook: Webhook, progress: Progress, limit: int = PAGE) -> int:
+        """Deliver the next page of the webhook's events after its cursor (each until it is
+        acknowledged) and move the cursor past them; how many events the page held (1 for
+        an expired stretch skipped, so the caller reads on at once)."""
+        try:
+            items, through = await self._engine.events.read(
+                progress.cursor, self._engine.executor, hook.bucket, limit
+            )
+        except LookupError:
+            self._skip_expired(hook, progress)
+            return 1
+        for item in items:
+            if hook.wants(item.type, item.key):
+                await self._deliver(hook, progress, item)
+                progress.pending = max(0, progress.pending - 1)
+            progress.cursor = item.sequence
+            self._mark()
+        if through > progress.cursor:
+            progress.cursor = through
+            self._mark()
+        return len(items)
 
     async def _count_pending(self, hook: Webhook, progress: Progress) -> None:
         """Count the wanted events after the cursor (read in pages; never all in memory),
@@ -320,7 +351,8 @@ class WebhookDispatcher:
 
     # -- checkpoint ----------------------------------------------------------------------
 
-    async def _checkpoint(self) -> None:
+    async def checkpoint(self) -> None:
+        """Write the cursors and figures if they changed since the last checkpoint."""
         if not self._dirty:
             return
         self._dirty = False

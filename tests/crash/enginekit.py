@@ -199,6 +199,9 @@ class JournalLog:
     delivered: dict[int, dict[str, Any]] = field(default_factory=dict)
     synced_floor: int = 0
     """Highest sequence a completed snapshot proves durable in either mode."""
+    upkeep: dict[str, Any] = field(default_factory=dict)
+    """What the upkeep checks need across restarts (``tests.crash.upkeepkit``): the events
+    live engines derived, webhook deliveries and cursor floors."""
 
 
 class SimMachine:
@@ -252,6 +255,8 @@ class SimMachine:
             inner(record)
 
         journal.listener = listener
+        events = self.log.upkeep.setdefault("events", {})
+        engine.events.listeners.append(lambda item: events.__setitem__(item.sequence, item.body))
         return engine
 
     async def abandon(self) -> None:
@@ -648,14 +653,21 @@ async def check_journal(machine: SimMachine, image: SimFileSystem, *, firm: bool
 
 
 async def check_recovered(
-    machine: SimMachine, image: SimFileSystem, *, firm: bool, files: bool = True
+    machine: SimMachine,
+    image: SimFileSystem,
+    *,
+    firm: bool,
+    files: bool = True,
+    first: Callable[[SimMachine, Verdict, bool], Awaitable[None]] | None = None,
 ) -> list[str]:
-    """Boot a successor of ``machine`` on ``image``, check everything, cut its power again;
-    return the problems found."""
+    """Boot a successor of ``machine`` on ``image``, check everything (``first`` before
+    anything else runs on it), cut its power again; return the problems found."""
     verdict = await check_journal(machine, image, firm=firm)
     successor = machine.successor(image)
     await successor.boot()
     try:
+        if first is not None:
+            await first(successor, verdict, firm)
         state = check_state(successor, firm=firm)
         verdict.problems += state.problems
         await check_bytes(successor, verdict)

@@ -39,11 +39,14 @@ from tests.crash.enginekit import (
     CrashPoints,
     Result,
     SimMachine,
+    Verdict,
     check_recovered,
     check_state,
+    crash_config,
     part_of,
     seeded_names,
 )
+from tests.crash.upkeepkit import check_upkeep, upkeep_kinds
 
 Step = Callable[[SimMachine, dict[str, Any]], Awaitable[None]]
 
@@ -57,6 +60,8 @@ class Kind:
     operation: Step
     boots: bool = False
     """The operation is the machine's own start (recovery): it runs on a powered-off machine."""
+    overrides: tuple[tuple[str, Any], ...] = ()
+    """Settings of this kind's machines that differ from ``crash_config``'s."""
 
 
 @dataclass
@@ -219,6 +224,10 @@ KINDS: dict[str, Kind] = {
         Kind("gc", orphan_setup, collect_garbage),
         Kind("staging_sweep", orphan_setup, sweep_staging),
         Kind("recovery", interrupted_setup, recovery, boots=True),
+        *(
+            Kind(name, setup, operation, overrides=tuple(overrides.items()))
+            for name, (setup, operation, overrides) in upkeep_kinds(base_setup, must).items()
+        ),
     )
 }
 
@@ -249,7 +258,8 @@ FAULTS = ((errno.EIO, False), (errno.ENOSPC, True), (errno.EIO, True), (errno.EN
 async def _prepare(
     kind: Kind, plan: Plan, points: CrashPoints
 ) -> tuple[SimMachine, dict[str, Any]]:
-    machine = SimMachine(plan.durability)
+    config = crash_config(plan.durability, **dict(kind.overrides))
+    machine = SimMachine(plan.durability, config=config)
     context: dict[str, Any] = {"points": points}
     await kind.setup(machine, context)
     return machine, context
@@ -302,10 +312,14 @@ async def _recover_all(
             source, image = await _crash_during_recovery(machine, image, mode, rng)
             label += " +crash during recovery"
         try:
-            problems = await check_recovered(source, image, firm=firm)
+            problems = await check_recovered(source, image, firm=firm, first=_upkeep)
         except Exception as exc:  # a recovery that cannot start is a finding too
             problems = [f"recovery raised {exc!r}"]
         tally.add(label, problems)
+
+
+async def _upkeep(machine: SimMachine, verdict: Verdict, firm: bool) -> None:
+    await check_upkeep(machine, verdict, firm=firm)
 
 
 async def _crash_during_recovery(

@@ -56,6 +56,42 @@ def test_a_torn_last_line_is_cut_at_open(tmp_path: Path) -> None:
     assert sequences(again.read(41, 100, 44)) == [42, 43, 44]
 
 
+def test_a_hole_left_by_a_power_cut_is_cut_with_everything_after_it(tmp_path: Path) -> None:
+    """A power cut kept a newer file whole but tore an older one: the start cuts every line
+    after the replay point, so replay derives them all again and no hole stays."""
+    log = opened(tmp_path / "events")
+    log.append([line(n) for n in (2, 3, 4, 5, 6, 7, 8)])
+    log.close()
+    files = sorted((tmp_path / "events").iterdir())
+    assert [f.name for f in files] == [f"{n:020d}.events" for n in (1, 5, 8)]
+    middle = files[1].read_bytes()
+    files[1].write_bytes(middle[: middle.index(b"\n") + 1])  # line 6 and 7 lost, 8 kept
+    again = opened(tmp_path / "events")
+    assert again.last_sequence == 8  # the hole is invisible to the scan
+    again.forget_after(3)
+    assert again.last_sequence == 3
+    assert [f.name for f in sorted((tmp_path / "events").iterdir())] == [f"{1:020d}.events"]
+    again.append([line(n) for n in (4, 5, 6, 7, 8)])
+    assert sequences(again.read(0, 100, 8)) == [2, 3, 4, 5, 6, 7, 8]
+
+
+def test_lines_of_records_the_journal_lost_are_cut(tmp_path: Path) -> None:
+    """Balanced durability: the journal lost records 5.. but their event lines survived;
+    new records reuse those sequences and their events must be the ones kept."""
+    log = opened(tmp_path / "events", segment_events=100)
+    log.append([line(n) for n in (2, 3, 5, 6)])
+    log.close()
+    again = opened(tmp_path / "events", segment_events=100)
+    again.forget_after(4)
+    assert again.last_sequence == 3 and again.covered_after == 0
+    again.append([line(5, 1), line(6, 1)])
+    assert sequences(again.read(0, 100, 6)) == [2, 3, 5, 6]
+    (segment,) = (tmp_path / "events").iterdir()
+    assert segment.read_bytes().count(b"\n") == 4
+    again.forget_after(10)  # nothing after it: nothing changes
+    assert again.last_sequence == 6
+
+
 def test_retention_keeps_young_events_enough_events_and_what_a_webhook_needs(
     tmp_path: Path,
 ) -> None:
