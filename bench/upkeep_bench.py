@@ -82,10 +82,12 @@ def webhook_delivery(server: ServerProcess, profile: Profile) -> Row:
         "webhook deliveries, 4 KiB PUT load",
         [delivered / elapsed],
         "events/s",
-        anchor="PUT rate producing them",
-        anchor_values=[result.requests_per_second],
+        anchor="acknowledged PUT rate producing them",
+        anchor_values=[produced / result.seconds if result.seconds else 0.0],
         notes=f"{delivered} of {produced} events delivered in {elapsed:.1f} s "
-        f"({result.tool}, {profile.small_connections} conns)",
+        f"({result.tool}, {profile.small_connections} conns"
+        + (f"; {result.errors} PUTs refused, no event" if result.errors else "")
+        + ")",
     )
 
 

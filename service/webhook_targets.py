@@ -96,14 +96,12 @@ class TargetPolicy:
         first one. TargetRefused when one is refused or the name does not resolve."""
         parsed = httpx.URL(url)
         host = parsed.raw_host.decode("ascii")
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
         try:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                host, port, type=socket.SOCK_STREAM
+            addresses: list[Address] = [ipaddress.ip_address(host)]
+        except ValueError:
+            addresses = await _resolve(
+                host, parsed.port or (443 if parsed.scheme == "https" else 80)
             )
-        except (OSError, UnicodeError) as exc:
-            raise TargetRefused(f"cannot resolve {host!r}: {exc}") from None
-        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
         if not addresses:
             raise TargetRefused(f"{host!r} resolves to no address")
         for address in addresses:
@@ -117,6 +115,15 @@ class TargetPolicy:
             host_header=parsed.netloc.decode("ascii"),
             extensions=extensions,
         )
+
+
+async def _resolve(host: str, port: int) -> list[Address]:
+    """Every address ``host`` resolves to now (the loop's resolver runs it off the loop)."""
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise TargetRefused(f"cannot resolve {host!r}: {exc}") from None
+    return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
 
 
 @dataclass(frozen=True, slots=True)
