@@ -157,6 +157,9 @@ def run(profile: Profile = FULL) -> list[Row]:
                 "SERVICE_DURABILITY": "strict",
                 "SERVICE_SCRUB_RATE_MBPS": str(pace_mbps(profile)),
                 "SERVICE_LOG_LEVEL": "warning",
+                # One user drives every connection: the per-user slot cap (16) would refuse
+                # most PUTs of the load, and a refused PUT makes no event to deliver.
+                "SERVICE_MAX_UPLOADS_PER_USER": str(FULL.small_connections),
             },
         )
         stack.callback(server.stop)
