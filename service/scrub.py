@@ -15,9 +15,11 @@ clears its entry (the entry is dropped once the version no longer references the
 Resumable: progress (the pass's cursor, counts and the corrupt list) is checkpointed to
 ``<data_dir>/scrub.json`` every ``CHECKPOINT_SECONDS`` and at the end of a pass (temporary
 file, fsync, rename). A start finding a pass unfinished continues it where the checkpoint
-says. A cursor is ``(bucket, key, position)``: versions added or removed meanwhile may shift
-a key's positions, so a resumed pass may check a version twice or skip one for this pass; the
-next pass reads it. Multipart parts not yet completed are not scrubbed.
+says. A cursor is ``(bucket, key, position)``, a key's versions walked newest first (the
+listing's order). Versions are only ever added at a key's newest end (written after the pass
+passed them: the next pass reads them) and a removal only moves older ones down, so a pass
+resumed from a cursor may check a version again but never skips one; the crash matrix
+checks it (``tests/crash/upkeepkit.py``). Multipart parts not yet completed are not scrubbed.
 
 A new pass starts ``scrub_interval_days`` after the previous one started (the first one an
 interval after the data dir first ran with a scrub; checked every ``tick_seconds``), or at
