@@ -14,21 +14,19 @@ public is re-exported here from small private modules; ``tests/client`` checks `
 
 from __future__ import annotations
 
+from service.client._async_bucket import AsyncBucketClient, AsyncMultipartUpload
 from service.client._async_client import (
     AsyncAccessKeys,
-    AsyncBucketClient,
     AsyncBuckets,
-    AsyncMultipartUpload,
     AsyncServiceClient,
     AsyncUsers,
     AsyncVideos,
 )
 from service.client._async_stream import AsyncObjectStream
+from service.client._bucket import BucketClient, MultipartUpload
 from service.client._client import (
     AccessKeys,
-    BucketClient,
     Buckets,
-    MultipartUpload,
     ServiceClient,
     Users,
     Videos,
@@ -79,6 +77,16 @@ from service.client._models import (
     User,
     VersionPage,
 )
+from service.client._models_upkeep import (
+    CorruptObject,
+    Event,
+    LifecycleRule,
+    LifecycleRun,
+    ScrubStatus,
+    UploadPage,
+    Webhook,
+    WebhookStatus,
+)
 from service.client._ranges import ByteRange, ContentRange
 from service.client._stream import ObjectStream
 
@@ -104,6 +112,8 @@ __all__ = [
     "ConflictError",
     "ConnectionFailedError",
     "ContentRange",
+    "CorruptObject",
+    "Event",
     "Health",
     "InsufficientStorageError",
     "IntegrityError",
@@ -111,6 +121,8 @@ __all__ = [
     "InvalidRangeError",
     "Job",
     "LengthRequiredError",
+    "LifecycleRule",
+    "LifecycleRun",
     "ListPage",
     "MethodNotAllowedError",
     "MultipartUpload",
@@ -129,6 +141,7 @@ __all__ = [
     "QuotaExceededError",
     "Rendition",
     "RequestTimeoutError",
+    "ScrubStatus",
     "ServerError",
     "ServiceClient",
     "ServiceError",
@@ -139,8 +152,11 @@ __all__ = [
     "TransportError",
     "UnexpectedResponseError",
     "UnsupportedMediaTypeError",
+    "UploadPage",
     "User",
     "Users",
     "VersionPage",
     "Videos",
+    "Webhook",
+    "WebhookStatus",
 ]
