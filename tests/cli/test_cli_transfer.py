@@ -191,3 +191,23 @@ def test_an_interrupted_cp_of_a_large_file_resumes_from_its_stored_parts(
     assert api.get(f"/multipart/{upload_id}").status_code == 404
     again = svc("cp", "--json", *flags, str(big), target).json()
     assert summary(again)["skipped"] == 1
+
+
+def test_a_large_file_goes_up_in_parts_of_at_least_32_mib_by_default(
+    svc: Svc, api: httpx.Client, bucket: str, tmp_path: Path
+) -> None:
+    """Fewer, larger parts than the server's 8 MiB advice: each part costs a durable write."""
+    data = os.urandom(3 * 1024 * 1024 + 5)
+    (tmp_path / "mid.bin").write_bytes(data)
+    run = svc(
+        "cp",
+        "--json",
+        "--multipart-threshold",
+        "1MiB",
+        str(tmp_path / "mid.bin"),
+        f"local/{bucket}/",
+    )
+    copied = next(d for d in run.json() if d.get("status") == "copied")
+    assert copied["part_size"] == 32 * 1024 * 1024 and copied["parts_already_stored"] == 0
+    assert keys(api, bucket) == {"mid.bin": len(data)}
+    assert svc.bytes_of("cat", f"local/{bucket}/mid.bin") == data

@@ -36,7 +36,11 @@ def _tuning(function: Callable[..., Any]) -> Callable[..., Any]:
                 default=None,
                 help="Parallel parts per large file (default: the server's advice).",
             ),
-            click.option("--part-size", metavar="SIZE", help="Multipart part size (e.g. 16MiB)."),
+            click.option(
+                "--part-size",
+                metavar="SIZE",
+                help="Multipart part size (default: 32MiB, or the server's advice if larger).",
+            ),
             click.option(
                 "--multipart-threshold",
                 metavar="SIZE",
