@@ -2,8 +2,8 @@
 
 Like ``_async_client`` (which holds the client and its account-wide sub-clients), every
 method builds a flow from ``_ops_*`` and runs it on the ``AsyncDriver``; no request is built
-or parsed here. The async module is the source: ``scripts/unasync.py`` writes the sync one
-(``_bucket``) from it, so edit this one, never the copy.
+or parsed here. The async module is the source (``scripts/unasync.py`` writes the sync one
+from it): edit the async one, never the copy.
 
 Thread-safety: as the client's (see ``_async_client``); a handle holds only its bucket name.
 """
