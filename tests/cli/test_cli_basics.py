@@ -148,6 +148,15 @@ def test_usage_errors_exit_2_with_one_line(svc: Svc) -> None:
     assert size.returncode == 2 and "not a size" in error_line(size)
 
 
+def test_a_url_with_a_bad_port_is_one_usage_line(svc: Svc) -> None:
+    bad_env = svc("ls", "env", env={"SVC_URL": "http://bk_a:sk_b@127.0.0.1:99999"}, ok=False)
+    assert bad_env.returncode == 2
+    assert error_line(bad_env) == "svc: SVC_URL: InvalidURL: Port out of range 0-65535"
+    bad_alias = svc("alias", "set", "p", "http://127.0.0.1:port", "bk_a", "sk_b", ok=False)
+    assert bad_alias.returncode == 2 and "InvalidURL" in error_line(bad_alias)
+    assert "p" not in [d["alias"] for d in svc("alias", "ls", "--json").json()]
+
+
 def test_a_path_without_a_key_where_one_is_needed_is_a_usage_error(svc: Svc, bucket: str) -> None:
     for args in (
         ("cat", f"local/{bucket}"),
