@@ -134,6 +134,17 @@ def test_cp_errors_name_the_path(svc: Svc, bucket: str, tmp_path: Path) -> None:
     assert local.returncode == 2 and "both paths are local" in error_line(local)
     nobucket = svc("cp", "-r", str(tmp_path / "d"), "local/no-such-bucket-here/", ok=False)
     assert nobucket.returncode == 3 and "NoSuchBucket" in error_line(nobucket)
+    assert error_line(nobucket).startswith("svc: local/no-such-bucket-here: NoSuchBucket")
+    (tmp_path / "f.txt").write_bytes(b"f")
+    into = svc("cp", str(tmp_path / "f.txt"), "local/no-such-bucket-here/", ok=False)
+    assert error_line(into).startswith("svc: local/no-such-bucket-here/f.txt: NoSuchBucket")
+    gone = svc("cp", f"local/{bucket}/no-such-key.txt", str(tmp_path), ok=False)
+    assert gone.returncode == 3
+    assert error_line(gone) == (
+        f"svc: local/{bucket}/no-such-key.txt: NoSuchKey: "
+        f"no object 'no-such-key.txt' in bucket '{bucket}'"
+    )
+    assert not (tmp_path / "no-such-key.txt").exists()
 
 
 def test_an_unreadable_file_fails_alone_with_exit_7(
