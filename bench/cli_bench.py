@@ -11,15 +11,21 @@ In one run against a strict server, each case interleaved with its anchor (A B A
 - ``svc mirror`` of the same tree once it is stored unchanged: seconds (target < 10 s) and
   the command's peak RSS (target < 100 MiB, its ``VmHWM``), beside ``svc ls -r`` of
   the stored tree and the peak RSS of ``svc --version``.
+- Start-up: the wall time of ``svc --version`` (imports only) and of ``svc ls`` of a small
+  bucket (imports, the alias, one request), beside ``python -c pass`` (the interpreter
+  alone) and ``curl`` of the same listing (no target: it says what every command pays).
 
 Each timed run removes what it stored afterwards (untimed), as the other benches do, so every
-round writes to a comparable disk.
+round writes to a comparable disk. svc runs as installed: ``pip install`` compiles a package's
+modules to bytecode, so the bench compiles ``service/`` first (``compileall``); otherwise an
+environment with ``PYTHONDONTWRITEBYTECODE=1`` would have every run compile from source.
 
 Thread-safety: a script; the commands under test are child processes.
 """
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import statistics
@@ -27,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -34,6 +41,7 @@ from bench import (
     FULL,
     KIB,
     MIB,
+    REPO,
     Profile,
     Row,
     compare,
@@ -260,14 +268,61 @@ def small_files(runner: Runner, profile: Profile, directory: str) -> list[Row]:
     ]
 
 
+def startup(runner: Runner, profile: Profile) -> list[Row]:
+    server = runner.server
+    listing = f"{server.api}/buckets/{BUCKET}/objects?limit=10"
+    credentials = f"{server.access_key}:{server.secret_key}"
+
+    def timed(command: list[str]) -> Callable[[], float]:
+        def case() -> float:
+            started = time.perf_counter()
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=runner.env)
+            return time.perf_counter() - started
+
+        return case
+
+    svc = svc_command()
+    results = interleave(
+        {
+            "python": timed([sys.executable, "-c", "pass"]),
+            "version": timed([*svc, "--version"]),
+            "ls": timed([*svc, "ls", f"env/{BUCKET}"]),
+            "curl": timed(["curl", "-sS", "-f", "-o", "/dev/null", "-u", credentials, listing]),
+        },
+        max(3, profile.repeats * 3),
+    )
+    return [
+        compare(
+            "svc --version (start-up: imports only)",
+            results["version"],
+            "s",
+            anchor="python -c pass",
+            anchor_values=results["python"],
+            lower_is_better=True,
+        ),
+        compare(
+            "svc ls of a bucket (start-up + one listing)",
+            results["ls"],
+            "s",
+            anchor="curl of the same listing",
+            anchor_values=results["curl"],
+            lower_is_better=True,
+        ),
+    ]
+
+
 def run(profile: Profile = FULL, cases: list[str] | None = None) -> list[Row]:
-    """Every case (``big``, ``small``) or those named, against one strict server."""
-    wanted = cases or ["big", "small"]
+    """Every case (``startup``, ``big``, ``small``) or those named, against one strict
+    server."""
+    wanted = cases or ["startup", "big", "small"]
+    compileall.compile_dir(os.path.join(REPO, "service"), quiet=1)
     rows: list[Row] = []
     with ExitStack() as stack:
         directory = stack.enter_context(scratch_dir("cli-"))
         server = start_server(stack, os.path.join(directory, "server"), "strict")
         runner = Runner(server, os.path.join(directory, "home"))
+        if "startup" in wanted:
+            rows += startup(runner, profile)
         if "big" in wanted:
             rows += big_copy(runner, profile, directory)
         if "small" in wanted:

@@ -25,6 +25,8 @@ CLIENT = ROOT / "service" / "client"
 #: (async source, generated sync module), relative to ``service/client``.
 FILES = [
     ("_async_client.py", "_client.py"),
+    ("_async_bucket.py", "_bucket.py"),
+    ("_async_events.py", "_events.py"),
     ("_async_stream.py", "_stream.py"),
     ("_async_io.py", "_sync_io.py"),
 ]
@@ -34,6 +36,9 @@ SUBS = [
     (r"AsyncDriver", "SyncDriver"),
     (r"_async_io\b", "_sync_io"),
     (r"_async_stream\b", "_stream"),
+    (r"_async_bucket\b", "_bucket"),
+    (r"_async_events\b", "_events"),
+    (r"_async_client\b", "_client"),
     (r"_async_concurrency\b", "_sync_concurrency"),
     (r"\basync_content\b", "sync_content"),
     (r"\bAsync(?!IterBody\b)([A-Z]\w+)", r"\1"),  # AsyncIterBody names the body type itself
@@ -44,6 +49,7 @@ SUBS = [
     (r"\bAn asyncio client\b", "A synchronous client"),
     (r"^\s*aclose = close\n", ""),
     (r"\baiter_bytes\b", "iter_bytes"),
+    (r"\bThe asyncio client\b", "The synchronous client"),
     (r"\baread\b", "read"),
     (r"^import asyncio$", "import time"),
     (r"\basyncio\.sleep\b", "time.sleep"),

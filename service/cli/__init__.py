@@ -9,8 +9,32 @@ Layout, one job per module:
 - ``paths``: ``ALIAS/BUCKET/KEY`` versus a local path.
 - ``output``: results as text, tables or one JSON document per line.
 - ``sizes``: sizes and durations as people type and read them.
-- ``sse``: the Server-Sent Events parser behind ``watch``; ``events``: the stream itself.
 - ``transfer/``: ``cp``/``mv``/``mirror``: streamed walks, the merge-join plan, the worker
   pool, the two ends, multipart resume state and the progress display.
 - ``commands/``: the commands, grouped by what they act on.
 """
+
+import sys
+import types
+
+
+def _without_httpx_cli() -> None:
+    """Keep ``import httpx`` from importing httpx's own command line.
+
+    httpx's ``__init__`` imports ``httpx._main`` (click, rich and pygments) whenever they are
+    installed, only to offer ``httpx.main``; for svc that was a sixth of its start-up, paid by
+    every command. svc never calls it, so the module is stood in for by one whose ``main``
+    says so. Only a process that imports ``service.cli`` is affected.
+    """
+    if "httpx" in sys.modules or "httpx._main" in sys.modules:
+        return
+    stand_in = types.ModuleType("httpx._main", "httpx's CLI, not loaded by svc.")
+
+    def main(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("httpx's command line is not loaded in a process that runs svc")
+
+    stand_in.main = main  # type: ignore[attr-defined]
+    sys.modules["httpx._main"] = stand_in
+
+
+_without_httpx_cli()

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from service.cli.errors import EXIT_NOT_FOUND, EXIT_USAGE, CliError
 
@@ -55,10 +55,19 @@ class Alias:
         return {"alias": self.name, "url": self.url, "access_key": self.access_key}
 
 
+def _port(parts: SplitResult, subject: str) -> int | None:
+    """The URL's port; a usage error naming ``subject`` when it is not one (``:99999``)."""
+    try:
+        return parts.port
+    except ValueError as error:
+        raise CliError(subject, f"InvalidURL: {error}", EXIT_USAGE) from error
+
+
 def check_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise CliError(url, "InvalidURL: expected http://host:port or https://host", EXIT_USAGE)
+    _port(parts, url)
     return url.rstrip("/")
 
 
@@ -67,9 +76,10 @@ def alias_from_env(value: str) -> Alias:
     parts = urlsplit(value)
     if not parts.username or not parts.password or not parts.hostname:
         raise CliError("SVC_URL", "expected http://ACCESS_KEY:SECRET_KEY@host:port", EXIT_USAGE)
-    netloc = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+    port = _port(parts, "SVC_URL")
+    netloc = parts.hostname if port is None else f"{parts.hostname}:{port}"
     if ":" in parts.hostname:
-        netloc = f"[{parts.hostname}]" + ("" if parts.port is None else f":{parts.port}")
+        netloc = f"[{parts.hostname}]" + ("" if port is None else f":{port}")
     return Alias(
         ENV_ALIAS,
         check_url(f"{parts.scheme}://{netloc}"),

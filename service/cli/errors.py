@@ -5,7 +5,8 @@ Exit codes (documented in docs/cli.md; scripts may rely on them):
 ====  =====================================================================
 0     success
 1     any other error (a server error, a local I/O error, a bug)
-2     usage: unknown command or flag, bad argument
+2     usage: unknown command or flag, bad argument (also the server's 400 for one, e.g.
+      InvalidBucketName, InvalidKey, InvalidArgument; not BadDigest: damaged data)
 3     not found: no such bucket, key, upload, alias or local file
 4     authentication or permission: 401, 403
 5     conflict or precondition: 409, 412 (bucket exists or not empty, ...)
@@ -23,6 +24,7 @@ from collections.abc import Iterator
 
 from service.client import (
     AuthenticationError,
+    BadRequestError,
     ConflictError,
     NotFoundError,
     PermissionDeniedError,
@@ -84,6 +86,8 @@ def exit_code_for(error: BaseException) -> int:
         return EXIT_AUTH
     if isinstance(error, ConflictError | PreconditionFailedError | FileExistsError):
         return EXIT_CONFLICT
+    if isinstance(error, BadRequestError) and error.code != "BadDigest":
+        return EXIT_USAGE  # the server refused an argument we passed on (a bucket name, ...)
     return EXIT_ERROR
 
 

@@ -15,7 +15,7 @@ import traceback
 import click
 
 from service.cli.app import App, json_option
-from service.cli.commands import register
+from service.cli.commands import COMMANDS, load
 from service.cli.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_ERROR,
@@ -35,8 +35,19 @@ class StdoutClosedError(Exception):
 
 
 class SvcGroup(click.Group):
-    """The group, turning a broken pipe into ``StdoutClosedError`` before click's own
-    handler would exit 1 for it."""
+    """The group: its commands are loaded on first use (``service.cli.commands``), and a
+    broken pipe becomes ``StdoutClosedError`` before click's own handler would exit 1."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            command = load(cmd_name, json_option)
+            if command is None:
+                return None
+            self.add_command(command)
+        return self.commands[cmd_name]
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -74,9 +85,6 @@ def cli(ctx: click.Context, json_mode: bool) -> None:
     app = App(json_mode=json_mode)
     ctx.obj = app
     ctx.call_on_close(app.close)
-
-
-register(cli, json_option)
 
 
 def _fail(error: BaseException, json_mode: bool) -> int:

@@ -17,9 +17,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from service.cli.errors import describe, error_code, exit_code_for, message
 
 __all__ = ["Output", "to_json"]
@@ -101,6 +98,9 @@ class Output:
             for row in rows:
                 self.line("\t".join(row))
             return
+        from rich.console import Console  # only a terminal's table needs rich (start-up time)
+        from rich.table import Table
+
         table = Table(title=title, show_edge=False, header_style="bold")
         for column in columns:
             table.add_column(column, overflow="fold")

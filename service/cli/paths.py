@@ -60,12 +60,17 @@ def parse_location(text: str, aliases: AliasStore) -> Location:
     return Path(text)
 
 
-def require_remote(text: str, aliases: AliasStore, *, bucket: bool = True) -> RemotePath:
-    """``text`` as a remote path, or a usage error naming it."""
+def require_remote(
+    text: str, aliases: AliasStore, *, bucket: bool = True, key: bool = False
+) -> RemotePath:
+    """``text`` as a remote path, or a usage error naming it. ``key``: it must name one
+    object (``ALIAS/BUCKET/KEY``, not a bucket or a prefix ending in ``/``)."""
     location = parse_location(text, aliases)
     if not isinstance(location, RemotePath):
         known = ", ".join(aliases.names()) or "none; add one with `svc alias set`"
         raise CliError(text, f"not a remote path ALIAS/BUCKET[/KEY] (aliases: {known})", EXIT_USAGE)
     if bucket and not location.bucket:
         raise CliError(text, "names no bucket: expected ALIAS/BUCKET[/KEY]", EXIT_USAGE)
+    if key and location.is_prefix:
+        raise CliError(text, "names no key: expected ALIAS/BUCKET/KEY", EXIT_USAGE)
     return location

@@ -33,6 +33,7 @@ __all__ = [
     "Token",
     "User",
     "VersionPage",
+    "optional_timestamp",
     "parse",
     "parse_timestamp",
 ]
@@ -52,7 +53,7 @@ def parse_timestamp(value: str) -> datetime.datetime:
     return moment
 
 
-def _optional_timestamp(value: Any) -> datetime.datetime | None:
+def optional_timestamp(value: Any) -> datetime.datetime | None:
     return None if value is None else parse_timestamp(value)
 
 
@@ -299,7 +300,7 @@ class AccessKey:
             name=data.get("name"),
             status=data["status"],
             created_at=parse_timestamp(data["created_at"]),
-            last_used_at=_optional_timestamp(data.get("last_used_at")),
+            last_used_at=optional_timestamp(data.get("last_used_at")),
             secret_key=data.get("secret_key"),
         )
 

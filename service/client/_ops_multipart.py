@@ -1,6 +1,6 @@
 """Flows for multipart uploads, including the whole ``upload_multipart`` orchestration.
 
-The single-endpoint flows (init, part, status, complete, abort, list) are used by the
+The single-endpoint flows (init, part, status, complete, abort, a page of the list) are used by the
 multipart session handles. ``upload_multipart`` composes them: open the source, create or
 resume the session, run one sub-flow per part through a ``Parallel`` step (so the sync client
 uses threads and the async one tasks, with the same logic), then complete, or abort on an
@@ -21,6 +21,7 @@ from service.client._exceptions import IntegrityError, ServiceError
 from service.client._flow import Call, Flow, blocking, parallel, request
 from service.client._headers import put_headers
 from service.client._models import Object, Part, Session, parse
+from service.client._models_upkeep import UploadPage
 from service.client._ops_objects import sha256_of
 from service.client._parts import (
     Piece,
@@ -39,7 +40,7 @@ __all__ = [
     "abort",
     "complete",
     "init",
-    "list_uploads",
+    "list_uploads_page",
     "status",
     "upload_multipart",
     "upload_part",
@@ -125,9 +126,16 @@ def abort(upload_id: str) -> Flow[None]:
     yield from request(Call("DELETE", _upload_path(upload_id)))
 
 
-def list_uploads(bucket: str) -> Flow[list[Session]]:
-    reply = yield from request(Call("GET", api("/multipart"), params={"bucket": bucket}))
-    return parse(lambda doc: [Session.from_json(item) for item in doc["uploads"]], reply.json())
+def list_uploads_page(
+    bucket: str, *, limit: int | None = None, cursor: str | None = None
+) -> Flow[UploadPage]:
+    params = {"bucket": bucket}
+    if limit is not None:
+        params["limit"] = str(limit)
+    if cursor is not None:
+        params["cursor"] = cursor
+    reply = yield from request(Call("GET", api("/multipart"), params=params))
+    return parse(UploadPage.from_json, reply.json())
 
 
 def upload_multipart(

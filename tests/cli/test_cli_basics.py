@@ -148,6 +148,43 @@ def test_usage_errors_exit_2_with_one_line(svc: Svc) -> None:
     assert size.returncode == 2 and "not a size" in error_line(size)
 
 
+def test_a_url_with_a_bad_port_is_one_usage_line(svc: Svc) -> None:
+    bad_env = svc("ls", "env", env={"SVC_URL": "http://bk_a:sk_b@127.0.0.1:99999"}, ok=False)
+    assert bad_env.returncode == 2
+    assert error_line(bad_env) == "svc: SVC_URL: InvalidURL: Port out of range 0-65535"
+    bad_alias = svc("alias", "set", "p", "http://127.0.0.1:port", "bk_a", "sk_b", ok=False)
+    assert bad_alias.returncode == 2 and "InvalidURL" in error_line(bad_alias)
+    assert "p" not in [d["alias"] for d in svc("alias", "ls", "--json").json()]
+
+
+def test_a_path_without_a_key_where_one_is_needed_is_a_usage_error(svc: Svc, bucket: str) -> None:
+    for args in (
+        ("cat", f"local/{bucket}"),
+        ("cat", f"local/{bucket}/dir/"),
+        ("pipe", f"local/{bucket}"),
+        ("share", "get", f"local/{bucket}/"),
+        ("video", "thumbnail", f"local/{bucket}"),
+        ("video", "package", f"local/{bucket}/"),
+    ):
+        run = svc(*args, ok=False)
+        assert run.returncode == 2, args
+        assert error_line(run).endswith("names no key: expected ALIAS/BUCKET/KEY"), args
+        assert "Traceback" not in run.stderr and "ValueError" not in run.stderr
+
+
+def test_an_argument_the_server_refuses_with_400_exits_2(svc: Svc) -> None:
+    run = svc("mb", "local/Not_A_Bucket", ok=False)
+    assert run.returncode == 2
+    assert error_line(run).startswith("svc: local/Not_A_Bucket: InvalidBucketName: ")
+    as_json = svc("--json", "mb", "local/Not_A_Bucket", ok=False).json()[0]
+    assert as_json["error"]["code"] == "InvalidBucketName" and as_json["exit_code"] == 2
+
+
+def test_watch_since_must_be_a_sequence_number(svc: Svc, bucket: str) -> None:
+    run = svc("watch", "--since", "yesterday", f"local/{bucket}", ok=False)
+    assert run.returncode == 2 and "--since" in error_line(run)
+
+
 def test_an_unreachable_server_is_exit_6_without_traceback(
     svc: Svc, cli_server: ServerProcess
 ) -> None:

@@ -60,6 +60,8 @@ def test_watch_prints_the_buckets_events_as_they_happen(
         ("object.created", "after.txt"),
     ]
     assert second["size_bytes"] == 2 and second["sequence"] > first["sequence"]
+    contract = {"event_id", "sequence", "type", "bucket", "key", "version_id", "size_bytes"}
+    assert set(first) == contract | {"etag", "time"} and first["time"].endswith("Z")
     missing = svc("watch", "local/no-such-bucket-x", ok=None, timeout=30)
     assert missing.returncode != 0 and error_line(missing)
 

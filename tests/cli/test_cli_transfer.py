@@ -134,6 +134,17 @@ def test_cp_errors_name_the_path(svc: Svc, bucket: str, tmp_path: Path) -> None:
     assert local.returncode == 2 and "both paths are local" in error_line(local)
     nobucket = svc("cp", "-r", str(tmp_path / "d"), "local/no-such-bucket-here/", ok=False)
     assert nobucket.returncode == 3 and "NoSuchBucket" in error_line(nobucket)
+    assert error_line(nobucket).startswith("svc: local/no-such-bucket-here: NoSuchBucket")
+    (tmp_path / "f.txt").write_bytes(b"f")
+    into = svc("cp", str(tmp_path / "f.txt"), "local/no-such-bucket-here/", ok=False)
+    assert error_line(into).startswith("svc: local/no-such-bucket-here/f.txt: NoSuchBucket")
+    gone = svc("cp", f"local/{bucket}/no-such-key.txt", str(tmp_path), ok=False)
+    assert gone.returncode == 3
+    assert error_line(gone) == (
+        f"svc: local/{bucket}/no-such-key.txt: NoSuchKey: "
+        f"no object 'no-such-key.txt' in bucket '{bucket}'"
+    )
+    assert not (tmp_path / "no-such-key.txt").exists()
 
 
 def test_an_unreadable_file_fails_alone_with_exit_7(
@@ -191,3 +202,23 @@ def test_an_interrupted_cp_of_a_large_file_resumes_from_its_stored_parts(
     assert api.get(f"/multipart/{upload_id}").status_code == 404
     again = svc("cp", "--json", *flags, str(big), target).json()
     assert summary(again)["skipped"] == 1
+
+
+def test_a_large_file_goes_up_in_parts_of_at_least_32_mib_by_default(
+    svc: Svc, api: httpx.Client, bucket: str, tmp_path: Path
+) -> None:
+    """Fewer, larger parts than the server's 8 MiB advice: each part costs a durable write."""
+    data = os.urandom(3 * 1024 * 1024 + 5)
+    (tmp_path / "mid.bin").write_bytes(data)
+    run = svc(
+        "cp",
+        "--json",
+        "--multipart-threshold",
+        "1MiB",
+        str(tmp_path / "mid.bin"),
+        f"local/{bucket}/",
+    )
+    copied = next(d for d in run.json() if d.get("status") == "copied")
+    assert copied["part_size"] == 32 * 1024 * 1024 and copied["parts_already_stored"] == 0
+    assert keys(api, bucket) == {"mid.bin": len(data)}
+    assert svc.bytes_of("cat", f"local/{bucket}/mid.bin") == data

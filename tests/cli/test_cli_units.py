@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import doctest
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from service.cli import paths, sizes, sse
+from service.cli import paths, sizes
 from service.cli.config import AliasStore
 from service.cli.errors import CliError
 from service.cli.transfer import plan, walk
@@ -16,7 +18,7 @@ from service.cli.transfer.engine import check_relative
 from service.cli.transfer.walk import walk_local
 
 
-@pytest.mark.parametrize("module", [sizes, plan, sse, paths], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [sizes, plan, paths], ids=lambda m: m.__name__)
 def test_doctests(module: object) -> None:
     failures, tried = doctest.testmod(module)  # type: ignore[arg-type]
     assert failures == 0 and (tried > 0 or module is paths)
@@ -60,3 +62,33 @@ def test_remote_paths_are_those_that_start_with_an_alias(tmp_path: Path) -> None
     assert paths.parse_location("local", store) == paths.RemotePath("local")
     assert paths.parse_location("./local/b", store) == Path("./local/b")
     assert paths.parse_location("elsewhere/b", store) == Path("elsewhere/b")
+
+
+def test_the_command_table_names_every_command_of_every_module() -> None:
+    import importlib
+    import pkgutil
+
+    import service.cli.commands as package
+
+    defined = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for command in module.commands():
+            defined[command.name] = info.name
+    assert defined == package.COMMANDS
+
+
+def test_a_command_imports_only_its_own_module(tmp_path: Path) -> None:
+    """Start-up is paid by every run: ``svc alias ls`` must not import cp's or admin's code."""
+    code = (
+        "import sys\n"
+        "from service.cli.main import cli\n"
+        "cli.main(args=['alias', 'ls'], prog_name='svc', standalone_mode=False)\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('service.cli.commands.'))\n"
+        "assert loaded == ['service.cli.commands.alias'], loaded\n"
+        "assert 'rich' not in sys.modules and 'asyncio' not in sys.modules\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    env.pop("SVC_URL", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr

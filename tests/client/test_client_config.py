@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 
 import httpx
 import pytest
@@ -136,3 +137,15 @@ def test_async_client_takes_the_same_options_and_closes_as_a_context_manager() -
         assert client._driver.http.is_closed
 
     asyncio.run(scenario())
+
+
+def test_a_plain_http_client_loads_no_certificates_and_would_fail_closed() -> None:
+    """Making a client must not load the CA bundle when TLS is never used (svc start-up)."""
+    plain = ClientConfig(base_url="http://127.0.0.1:9000").httpx_options()["verify"]
+    assert isinstance(plain, ssl.SSLContext)
+    assert plain.verify_mode == ssl.CERT_REQUIRED and plain.check_hostname
+    assert plain.cert_store_stats()["x509_ca"] == 0  # trusts nothing: no https can pass
+    assert ClientConfig(base_url="https://example.test").httpx_options()["verify"] is True
+    own = ssl.create_default_context()
+    assert ClientConfig(base_url="http://h:1", verify=own).httpx_options()["verify"] is own
+    assert ClientConfig(base_url="http://h:1", verify=False).httpx_options()["verify"] is False

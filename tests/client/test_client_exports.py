@@ -7,6 +7,8 @@ import doctest
 import importlib
 import inspect
 import pkgutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,7 +52,8 @@ CONTRACT_NAMES = {
 
 
 def test_all_lists_exactly_the_public_names_of_the_package() -> None:
-    public = {name for name in vars(service.client) if not name.startswith("_")}
+    # dir(): the asyncio names are imported on first use (the package's ``__getattr__``).
+    public = {name for name in dir(service.client) if not name.startswith("_")}
     public -= {"annotations"}
     assert set(service.client.__all__) == public
     assert len(service.client.__all__) == len(set(service.client.__all__))
@@ -71,6 +74,19 @@ def test_every_exported_name_is_documented() -> None:
         if name != "UNSET" and not inspect.getdoc(getattr(service.client, name))
     ]
     assert undocumented == []
+
+
+def test_a_synchronous_program_never_imports_asyncio() -> None:
+    """The asyncio flavour loads on first use: ``svc`` and other sync users skip asyncio."""
+    code = (
+        "import sys, service.client\n"
+        "client = service.client.ServiceClient('http://bk_a:sk_b@127.0.0.1:9')\n"
+        "assert 'asyncio' not in sys.modules, 'asyncio was imported'\n"
+        "assert service.client.AsyncServiceClient.__name__ == 'AsyncServiceClient'\n"
+        "assert 'asyncio' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_every_exception_belongs_to_the_one_tree() -> None:

@@ -34,7 +34,7 @@ def cat(app: App, paths: tuple[str, ...], version_id: str | None) -> None:
     """
     sink = sys.stdout.buffer
     for path in paths:
-        remote = require_remote(path, app.aliases)
+        remote = require_remote(path, app.aliases, key=True)
         with about(path), app.bucket(remote).get(remote.key, version_id=version_id) as obj:
             for chunk in obj.iter_bytes():
                 sink.write(chunk)
@@ -59,9 +59,7 @@ def pipe(app: App, path: str, content_type: str | None) -> None:
       pg_dump mydb | gzip | svc pipe local/backups/mydb.sql.gz
       echo hello | svc pipe --content-type text/plain local/notes/hello.txt
     """
-    remote = require_remote(path, app.aliases)
-    if remote.is_prefix:
-        raise CliError(path, "names no key: expected ALIAS/BUCKET/KEY", 2)
+    remote = require_remote(path, app.aliases, key=True)
     with about(path):
         obj = app.bucket(remote).put(remote.key, _stdin_chunks(), content_type=content_type)
     app.output.result(obj, f"`stdin` -> `{remote}` ({obj.size_bytes} bytes)")

@@ -28,9 +28,7 @@ def _expiry(text: str) -> int:
 
 
 def _share(app: App, path: str, method: str, expire: str, content_type: str | None) -> None:
-    remote = require_remote(path, app.aliases)
-    if remote.is_prefix:
-        raise CliError(path, "names no key: expected ALIAS/BUCKET/KEY", EXIT_USAGE)
+    remote = require_remote(path, app.aliases, key=True)
     seconds = _expiry(expire)
     with about(path):
         bucket = app.bucket(remote)

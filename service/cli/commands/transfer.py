@@ -11,7 +11,6 @@ import click
 from service.cli.app import App, pass_app
 from service.cli.paths import parse_location
 from service.cli.sizes import parse_size
-from service.cli.transfer.bar import BarProgress
 from service.cli.transfer.endpoints import resolve
 from service.cli.transfer.engine import Options, Transfer
 from service.cli.transfer.progress import NullProgress
@@ -37,7 +36,11 @@ def _tuning(function: Callable[..., Any]) -> Callable[..., Any]:
                 default=None,
                 help="Parallel parts per large file (default: the server's advice).",
             ),
-            click.option("--part-size", metavar="SIZE", help="Multipart part size (e.g. 16MiB)."),
+            click.option(
+                "--part-size",
+                metavar="SIZE",
+                help="Multipart part size (default: 32MiB, or the server's advice if larger).",
+            ),
             click.option(
                 "--multipart-threshold",
                 metavar="SIZE",
@@ -82,7 +85,12 @@ def _run(
         **options,
     )
     show = app.output.tty and sys.stderr.isatty() and not app.output.json
-    progress = BarProgress(label) if show else NullProgress()
+    if show:
+        from service.cli.transfer.bar import BarProgress  # rich, only on a terminal
+
+        progress: NullProgress = BarProgress(label)
+    else:
+        progress = NullProgress()
     store = ResumeStore(app.config_dir / "uploads")
     return Transfer(source_end, target_end, settings, app.output, store, progress).run()
 

@@ -45,7 +45,7 @@ def thumbnail(
       svc video thumbnail local/videos/talk.mp4
       svc video thumbnail --at 12.5 --width 320 --format webp local/videos/talk.mp4
     """
-    remote = require_remote(path, app.aliases)
+    remote = require_remote(path, app.aliases, key=True)
     with about(path):
         obj = app.client(remote.alias).videos.thumbnail(
             remote.bucket,
@@ -86,7 +86,7 @@ def package(
       svc video package local/videos/talk.mp4
       svc video package --format hls --wait local/videos/talk.mp4
     """
-    remote = require_remote(path, app.aliases)
+    remote = require_remote(path, app.aliases, key=True)
     videos = app.client(remote.alias).videos
     with about(path):
         job = videos.create_job(

@@ -1,4 +1,4 @@
-"""``svc watch``: print a bucket's events as they happen (Server-Sent Events)."""
+"""``svc watch``: print a bucket's events as they happen (the client's ``events()`` stream)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import click
 
 from service.cli.app import App, pass_app
 from service.cli.errors import EXIT_ERROR, CliError, about
-from service.cli.events import stream_events
+from service.cli.output import timestamp
 from service.cli.paths import require_remote
 from service.client import MethodNotAllowedError, NotFoundError
 
@@ -15,10 +15,15 @@ __all__ = ["commands"]
 
 @click.command()
 @click.argument("path")
-@click.option("--since", metavar="SEQUENCE", help="Replay events after this sequence first.")
+@click.option(
+    "--since",
+    type=click.IntRange(min=0),
+    metavar="SEQUENCE",
+    help="Replay events after this sequence first.",
+)
 @click.option("--event", "types", multiple=True, metavar="TYPE", help="Only these types.")
 @pass_app
-def watch(app: App, path: str, since: str | None, types: tuple[str, ...]) -> None:
+def watch(app: App, path: str, since: int | None, types: tuple[str, ...]) -> None:
     """Print the events of ALIAS/BUCKET[/PREFIX] as they happen, until Ctrl-C.
 
     \b
@@ -29,16 +34,15 @@ def watch(app: App, path: str, since: str | None, types: tuple[str, ...]) -> Non
     remote = require_remote(path, app.aliases)
     client = app.client(remote.alias, timeout=None)  # an idle stream is not a failure
     try:
-        for event in stream_events(client, remote.bucket, since=since):
-            key = str(event.get("key", ""))
-            if remote.key and not key.startswith(remote.key):
+        for event in client.bucket(remote.bucket).events(since=since):
+            if remote.key and not event.key.startswith(remote.key):
                 continue
-            kind = str(event.get("type", "event"))
-            if types and kind not in types:
+            if types and event.type not in types:
                 continue
-            size = event.get("size_bytes")
-            text = f"[{event.get('time', '-')}] {kind:<28} {remote.alias}/{remote.bucket}/{key}"
-            app.output.result(event, text + (f" ({size} bytes)" if size else ""))
+            name = f"{remote.alias}/{remote.bucket}/{event.key}"
+            text = f"[{timestamp(event.time)}] {event.type:<28} {name}"
+            size = f" ({event.size_bytes} bytes)" if event.size_bytes else ""
+            app.output.result(event, text + size)
     except (NotFoundError, MethodNotAllowedError) as error:
         if error.code in ("NoSuchBucket",):
             with about(path):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.cli.errors import EXIT_NOT_FOUND, EXIT_USAGE, CliError
+from service.cli.errors import EXIT_NOT_FOUND, EXIT_USAGE, CliError, about
 from service.cli.paths import Location, RemotePath, join_key
 from service.cli.transfer.walk import Entry, walk_local, walk_remote
 from service.client import BucketClient
@@ -73,12 +73,13 @@ class RemoteEnd:
         return f"{self.remote.alias}/{self.remote.bucket}/{self.key(rel)}"
 
     def walk(self) -> Iterator[Entry]:
-        if not self.single:
-            yield from walk_remote(self.bucket, self.prefix)
-            return
-        entry = lookup(self.bucket, self.remote.key)
-        if entry is not None:
-            yield entry
+        with about(str(self.remote)):  # a missing bucket names the path it was given as
+            if not self.single:
+                yield from walk_remote(self.bucket, self.prefix)
+                return
+            entry = lookup(self.bucket, self.remote.key)
+            if entry is not None:
+                yield entry
 
 
 End = LocalEnd | RemoteEnd
@@ -121,8 +122,13 @@ def resolve(
         bucket = bucket_for(source)
         key = source.key
         single = bool(key) and not key.endswith("/")
-        if single and recursive and lookup(bucket, key) is None:
-            single = False
+        if single and not contents:
+            with about(source_text):
+                found = lookup(bucket, key) is not None
+            if not found and not recursive:
+                cause = f"NoSuchKey: no object {key!r} in bucket {source.bucket!r}"
+                raise CliError(source_text, cause, EXIT_NOT_FOUND)
+            single = found
         if contents:
             single = False
         source_end: End = RemoteEnd(bucket, source, "" if single else _dir_key(key), single)

@@ -33,6 +33,10 @@ from service.client import NotFoundError
 __all__ = ["Options", "Transfer"]
 
 MIB = 1024 * 1024
+#: The smallest default part: each part costs the server a durable write and a journal
+#: commit, so 1 GiB went up in 1.6 s as 32 parts of 32 MiB against 3.2 s as 128 parts of
+#: the server's 8 MiB recommendation (docs/cli.md, "Speed and memory").
+MIN_DEFAULT_PART = 32 * MIB
 
 
 @dataclass(frozen=True)
@@ -204,7 +208,7 @@ class Transfer:
             progress=advance,
         )
         self.resume.clear(destination)
-        return {"upload_id": upload_id, "parts_already_stored": stored}
+        return {"upload_id": upload_id, "part_size": part_size, "parts_already_stored": stored}
 
     def _session(
         self, target: RemoteEnd, key: str, destination: str, path: Path
@@ -223,7 +227,7 @@ class Transfer:
             with contextlib.suppress(NotFoundError):  # the source changed: old parts are useless
                 target.bucket.get_multipart_upload(state.upload_id).abort()
         upload = target.bucket.create_multipart_upload(key)
-        part_size = self.options.part_size or upload.recommended_part_size
+        part_size = self.options.part_size or max(upload.recommended_part_size, MIN_DEFAULT_PART)
         self.resume.save(UploadState(destination, upload.upload_id, part_size, mark))
         return upload.upload_id, part_size, 0
 

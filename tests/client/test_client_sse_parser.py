@@ -1,13 +1,13 @@
-"""The Server-Sent Events parser behind ``svc watch`` (pure: bytes in, events out)."""
+"""The Server-Sent Events parser behind the clients' `events()` (pure: bytes in, messages out)."""
 
 from __future__ import annotations
 
-from service.cli.sse import Event, SseParser
+from service.client._sse import Message, SseParser
 
 
-def feed_all(chunks: list[bytes]) -> tuple[list[Event], SseParser]:
+def feed_all(chunks: list[bytes]) -> tuple[list[Message], SseParser]:
     parser = SseParser()
-    events: list[Event] = []
+    events: list[Message] = []
     for chunk in chunks:
         events.extend(parser.feed(chunk))
     return events, parser
@@ -21,10 +21,10 @@ STREAM = (
     b"data: \xc3\xbcn\xc3\xafcode\n\n"
 )
 EXPECTED = [
-    Event('{"type": "object.created", "key": "a"}', "message", "41"),
-    Event("line one\nline two", "custom", "42"),
-    Event("no-space", "message", "42"),
-    Event("ünïcode", "message", "42"),
+    Message('{"type": "object.created", "key": "a"}', "message", "41"),
+    Message("line one\nline two", "custom", "42"),
+    Message("no-space", "message", "42"),
+    Message("ünïcode", "message", "42"),
 ]
 
 
@@ -54,4 +54,4 @@ def test_an_unterminated_event_waits_for_its_blank_line() -> None:
     parser = SseParser()
     assert parser.feed(b"data: half") == []
     assert parser.feed(b"\n") == []
-    assert parser.feed(b"\n") == [Event("half")]
+    assert parser.feed(b"\n") == [Message("half")]

@@ -4,7 +4,8 @@ Pure and incremental: ``feed`` takes chunks as they arrive (a line or a UTF-8 ch
 be split across chunks) and returns the events completed so far. Lines end in LF, CRLF or CR;
 ``:`` starts a comment (keep-alives); ``data`` lines join with LF; an event is dispatched at
 a blank line and only when it has data; ``id`` persists across events (``last_id``, what a
-reconnect sends as ``Last-Event-ID``); ``retry`` sets the reconnection delay.
+reconnect sends as ``Last-Event-ID``); ``retry`` sets the reconnection delay. The bucket event
+stream of both clients (``_async_events``, ``_events``) reads through it.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass
 
-__all__ = ["Event", "SseParser"]
+__all__ = ["Message", "SseParser"]
 
 
 @dataclass(frozen=True)
-class Event:
+class Message:
     data: str
     event: str = "message"
     id: str | None = None
@@ -29,7 +30,7 @@ class SseParser:
     >>> parser.feed(b"id: 7\\ndata: {\\"a\\"")
     []
     >>> parser.feed(b": 1}\\r\\n\\r\\n")
-    [Event(data='{"a": 1}', event='message', id='7')]
+    [Message(data='{"a": 1}', event='message', id='7')]
     """
 
     def __init__(self) -> None:
@@ -42,7 +43,7 @@ class SseParser:
         self._skip_lf = False
         self._first = True
 
-    def feed(self, chunk: bytes) -> list[Event]:
+    def feed(self, chunk: bytes) -> list[Message]:
         text = self._decoder.decode(chunk)
         if self._first and text:
             text = text.removeprefix("\ufeff")
@@ -51,7 +52,7 @@ class SseParser:
             text = text[1:]
         self._skip_lf = False
         self._buffer += text
-        events: list[Event] = []
+        events: list[Message] = []
         while True:
             cut = _line_end(self._buffer)
             if cut is None:
@@ -65,7 +66,7 @@ class SseParser:
                 events.append(event)
         return events
 
-    def _line(self, line: str) -> Event | None:
+    def _line(self, line: str) -> Message | None:
         if not line:
             return self._dispatch()
         if line.startswith(":"):
@@ -83,12 +84,12 @@ class SseParser:
             self.retry_ms = int(value)
         return None
 
-    def _dispatch(self) -> Event | None:
+    def _dispatch(self) -> Message | None:
         data, event = self._data, self._event
         self._data, self._event = [], ""
         if not data:
             return None
-        return Event("\n".join(data), event or "message", self.last_id)
+        return Message("\n".join(data), event or "message", self.last_id)
 
 
 def _line_end(text: str) -> tuple[int, int] | None:
