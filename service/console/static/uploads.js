@@ -118,8 +118,11 @@ async function multipart(item) {
   }
   const report = () => progress(item, [...loaded.values()].reduce((a, b) => a + b, 0));
   report();
+  // A failed part stops the attempt, but the parts still in flight are let finish before the
+  // attempt fails: a retry then finds them stored and never races a worker of this attempt.
+  let failure = null;
   const worker = async () => {
-    while (todo.length && item.status === "uploading") {
+    while (todo.length && failure === null && item.status === "uploading") {
       const part = todo.shift();
       const request = upload(`/multipart/${item.uploadId}/part?partNumber=${part.number}`,
         item.file.slice(part.begin, part.begin + part.length), {
@@ -131,12 +134,15 @@ async function multipart(item) {
         done.set(part.number, result.etag);
         loaded.set(part.number, part.length);
         report();
+      } catch (err) {
+        failure = failure || err;
       } finally {
         item.aborts.delete(request.abort);
       }
     }
   };
   await Promise.all(Array.from({ length: item.parallel || PARTS_AT_ONCE }, worker));
+  if (failure !== null && item.status === "uploading") throw failure;
   if (item.status !== "uploading") throw new Error("cancelled");
   const parts = [...done.entries()].sort((a, b) => a[0] - b[0])
     .map(([number, etag]) => ({ part_number: number, etag }));
