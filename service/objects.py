@@ -26,12 +26,15 @@ from service.engine import Engine
 from service.header_fields import content_type_problem, validate_custom_metadata
 from service.meta import ObjectVersion, events
 from service.names import key_problem
-from service.storage import PayloadStore, StagedPayload, StagingUpload
+from service.storage import DigestMismatch, PayloadStore, StagedPayload, StagingUpload
 from service.timefmt import now_ms
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 CHUNK_BYTES = 256 * 1024
 """The object path's buffer size: server-made payloads are staged in chunks of this."""
+SMALL_PUT_BYTES = CHUNK_BYTES
+"""Bodies of at most this size (one buffer) are stored by ``store_small_object``: one
+executor hop for staging, hashing, sealing and promoting, instead of the streaming path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +104,7 @@ def take_back_promote(store: PayloadStore, staged: StagedPayload, payload_id: st
 async def promote_staged(engine: Engine, staged: StagedPayload) -> str:
     """Promote ``staged`` under a fresh payload id and return it; on failure leave nothing
     and raise the contract's error (507 when the disk is full)."""
-    payload_id = engine.store.new_payload_id()
+    payload_id = engine.store.next_payload_id()
     try:
         await engine.run_blocking(engine.store.promote, staged, payload_id)
     except OSError as exc:
@@ -156,6 +159,42 @@ async def store_object(
     started = time.perf_counter()
     payload_id = await promote_staged(engine, staged)
     timings.promote = time.perf_counter() - started
+    version = await commit_stored(engine, intent, payload_id, staged, timings)
+    return version, timings
+
+
+async def store_small_object(
+    engine: Engine, intent: PutIntent, body: bytes
+) -> tuple[ObjectVersion, PutTimings]:
+    """Store a whole small body as the key's new version: stage, hash, seal and promote in
+    one executor hop (``PayloadStore.store_small``), then commit as ``store_object`` does.
+    ``timings.promote`` covers the whole hop."""
+    timings = PutTimings()
+    engine.ensure_writable()
+    payload_id = engine.store.next_payload_id()
+    started = time.perf_counter()
+    try:
+        staged = await engine.run_blocking(
+            engine.store.store_small, body, payload_id, intent.expected_sha256
+        )
+    except DigestMismatch:
+        raise ApiError("BadDigest", "the body's SHA-256 does not match X-Checksum-Sha256") from None
+    except OSError as exc:
+        raise storage_failure(exc) from None
+    timings.promote = time.perf_counter() - started
+    version = await commit_stored(engine, intent, payload_id, staged, timings)
+    return version, timings
+
+
+async def commit_stored(
+    engine: Engine,
+    intent: PutIntent,
+    payload_id: str,
+    staged: StagedPayload,
+    timings: PutTimings,
+) -> ObjectVersion:
+    """Commit a promoted payload as the key's new version (``ObjectStored``); a refused
+    commit releases the payload."""
     event = events.object_stored(
         bucket=intent.bucket,
         key=intent.key,
@@ -180,7 +219,7 @@ async def store_object(
     timings.journal_commit = time.perf_counter() - started
     if not outcome.ok or not isinstance(outcome.value, ObjectVersion):
         raise outcome_error(outcome)
-    return outcome.value, timings
+    return outcome.value
 
 
 async def store_server_made(engine: Engine, intent: PutIntent, data: bytes | str) -> ObjectVersion:
@@ -197,6 +236,9 @@ async def store_server_made(engine: Engine, intent: PutIntent, data: bytes | str
         else await engine.run_blocking(_file_size, engine, data)
     )
     precheck_put(engine, replace(intent, content_length=size))
+    if isinstance(data, bytes) and size <= SMALL_PUT_BYTES:
+        version, _ = await store_small_object(engine, intent, data)
+        return version
     upload = await StagingUpload.start(engine.store, engine.executor)
     try:
         async for chunk in _chunks(engine, data):

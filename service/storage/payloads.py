@@ -29,6 +29,7 @@ from fsseam import crashpoints
 from fsseam.fs import FileSystem, ReadableFile
 from service.config import Durability
 from service.storage import layout
+from service.storage.dirsync import DirectorySync, GroupedIds
 from service.storage.layout import Layout
 from service.storage.staging import WRITEBACK_BYTES, StagedPayload, StagingFile
 
@@ -54,6 +55,14 @@ windows per join."""
 VERIFY_BUFFER_BYTES = 1024 * 1024
 GC_BATCH = 256
 """Files unlinked between two directory fsyncs (and two ``gc.batch`` crash points)."""
+
+
+class DigestMismatch(ValueError):
+    """A body's SHA-256 is not the one its request declared; nothing was written."""
+
+    def __init__(self, actual: str) -> None:
+        super().__init__("the body's SHA-256 does not match the declared one")
+        self.actual = actual
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +111,9 @@ class PayloadStore:
         self._writeback_bytes = writeback_bytes
         self._dir_lock = threading.Lock()
         self._ready_dirs: set[str] = set()
+        self._ids = GroupedIds()
+        self.dir_sync = DirectorySync(fs.fsync_dir)
+        """Directory fsyncs of concurrent promotes, shared (``service.storage.dirsync``)."""
         fs.mkdir(self._layout.staging_dir)
         fs.mkdir(self._layout.payloads_dir)
         if self._strict:
@@ -115,6 +127,11 @@ class PayloadStore:
     @staticmethod
     def new_payload_id() -> str:
         return layout.new_payload_id()
+
+    def next_payload_id(self) -> str:
+        """A fresh payload id for a promote: ids handed out close together share their leaf
+        directory, so concurrent strict promotes share its fsync (``dirsync``)."""
+        return self._ids.next()
 
     # -- writing ----------------------------------------------------------------------
 
@@ -136,9 +153,42 @@ class PayloadStore:
         self._fs.rename(staged.path, target)
         crashpoints.hit("put.after_rename")
         if self._strict:
-            # The rename must survive a crash before the journal records the id.
-            self._fs.fsync_dir(directory)
+            # The rename must survive a crash before the journal records the id; one fsync
+            # started after it serves every promote into the directory meanwhile.
+            self.dir_sync.sync(directory)
         crashpoints.hit("put.after_dir_fsync")
+
+    def store_small(
+        self, data: bytes, payload_id: str, expected_sha256: str | None = None
+    ) -> StagedPayload:
+        """A whole small body as payload ``payload_id``: stage, hash, seal and promote it in
+        one call (one executor hop for a small PUT), through the same steps and crash points
+        as a streamed body. Returns what was stored (its ``path`` is the staging name it had).
+
+        Raises ``DigestMismatch`` (the staged body removed, nothing promoted) when the
+        body's SHA-256 is not ``expected_sha256``. On an ``OSError`` nothing is left behind
+        (staging file or payload) before the error propagates.
+        """
+        staging = self.create_staging()
+        try:
+            staging.write(data)
+            staged = staging.finish()
+        except OSError:
+            staging.discard()
+            raise
+        if expected_sha256 is not None and staged.sha256 != expected_sha256:
+            with contextlib.suppress(OSError):
+                self.discard_staged(staged)
+            raise DigestMismatch(staged.sha256)
+        try:
+            self.promote(staged, payload_id)
+        except OSError:
+            with contextlib.suppress(OSError):
+                self.discard_staged(staged)
+            with contextlib.suppress(OSError):
+                self.remove([payload_id])
+            raise
+        return staged
 
     def join(self, payload_ids: Sequence[str]) -> StagedPayload:
         """Concatenate payloads, in order, into a new sealed staging file.
