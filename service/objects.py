@@ -20,6 +20,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from fsseam.fs import ReadableFile
 from service.api_errors import ApiError
 from service.buckets import outcome_error, require_bucket
 from service.engine import Engine
@@ -27,6 +28,7 @@ from service.header_fields import content_type_problem, validate_custom_metadata
 from service.meta import ObjectVersion, events
 from service.names import key_problem
 from service.storage import DigestMismatch, PayloadStore, StagedPayload, StagingUpload
+from service.storage.descriptors import read_at, read_now
 from service.timefmt import now_ms
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
@@ -316,24 +318,101 @@ def cached_window(engine: Engine, payload_id: str, start: int, length: int) -> b
     return body[start : start + length]
 
 
-async def read_small_window(
-    engine: Engine, payload_id: str, payload_size: int, start: int, length: int
+def _span(engine: Engine, payload_size: int, start: int, length: int) -> tuple[int, int]:
+    """What to read for a window: the whole payload when the cache would keep it."""
+    if engine.payload_cache.accepts(payload_size):
+        return 0, payload_size
+    return start, length
+
+
+def _keep(
+    engine: Engine, payload_id: str, payload_size: int, data: bytes, start: int, length: int
 ) -> bytes:
-    """``length`` bytes of a payload from ``start``, from the engine's small-payload cache
-    when it holds the body; a cacheable body missing from it is read whole (on the
-    executor) and kept. Event-loop thread only."""
+    """Keep a whole body read for the cache, and cut the asked window out of it."""
+    if not engine.payload_cache.accepts(payload_size):
+        return data
+    if len(data) == payload_size:
+        engine.payload_cache.put(payload_id, data)
+    if start == 0 and length >= len(data):
+        return data
+    return data[start : start + length]
+
+
+def read_window_now(
+    engine: Engine, payload_id: str, payload_size: int, start: int, length: int
+) -> bytes | None:
+    """The window from the body cache, or read on the event loop from the payload's open
+    descriptor when the page cache has it (``storage.descriptors.read_now``); None when
+    only the executor can read it. Event-loop thread only."""
     cached = cached_window(engine, payload_id, start, length)
     if cached is not None:
         return cached
-    cache = engine.payload_cache
-    if not cache.accepts(payload_size):
-        return await engine.run_blocking(read_window, engine.store, payload_id, start, length)
-    body = await engine.run_blocking(read_window, engine.store, payload_id, 0, payload_size)
-    if len(body) == payload_size:
-        cache.put(payload_id, body)
-    if start == 0 and length >= len(body):
-        return body
-    return body[start : start + length]
+    descriptors = engine.payload_cache.descriptors
+    file = descriptors.acquire(payload_id)
+    if file is None:
+        return None
+    try:
+        span_start, span_length = _span(engine, payload_size, start, length)
+        data = read_now(file, span_start, span_length)
+    finally:
+        descriptors.release(payload_id, file)
+    if data is None:
+        return None
+    return _keep(engine, payload_id, payload_size, data, start, length)
+
+
+def _open_and_read(store: PayloadStore, payload_id: str, start: int, length: int) -> OpenRead:
+    """Open a payload and read a span of it (blocking: run on the executor)."""
+    payload = store.open_payload(payload_id)
+    if payload.fileno() is None:
+        try:
+            payload.seek(start)
+            return OpenRead(None, payload.read(length))
+        finally:
+            payload.close()
+    try:
+        return OpenRead(payload, read_at(payload, start, length))
+    except BaseException:
+        payload.close()
+        raise
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRead:
+    """What ``_open_and_read`` returns: the still open file (None if closed) and the bytes."""
+
+    file: ReadableFile | None
+    data: bytes
+
+
+async def read_small_window(
+    engine: Engine, payload_id: str, payload_size: int, start: int, length: int
+) -> bytes:
+    """``length`` bytes of a payload from ``start``: at once when ``read_window_now`` can,
+    else on the executor through the payload's open descriptor (opened and kept on the
+    first read). A cacheable body is read whole and kept. Event-loop thread only."""
+    now = read_window_now(engine, payload_id, payload_size, start, length)
+    if now is not None:
+        return now
+    span_start, span_length = _span(engine, payload_size, start, length)
+    descriptors = engine.payload_cache.descriptors
+    file = descriptors.acquire(payload_id)
+    if file is not None:
+        try:
+            data = await engine.run_blocking(read_at, file, span_start, span_length)
+        finally:
+            descriptors.release(payload_id, file)
+    else:
+        opened = await engine.run_blocking(
+            _open_and_read, engine.store, payload_id, span_start, span_length
+        )
+        data = opened.data
+        if opened.file is not None:
+            if descriptors.adopt(payload_id, opened.file):
+                descriptors.release(payload_id, opened.file)
+            else:
+                await engine.run_blocking(opened.file.close)
+    return _keep(engine, payload_id, payload_size, data, start, length)
 
 
 def resolve_version(engine: Engine, bucket: str, key: str, version_id: str | None) -> ObjectVersion:

@@ -5,8 +5,9 @@ request, with its header bookkeeping, flush and finish machinery) costs more tha
 our own work on it. Reads are the hot path of an object store, so GET and HEAD of an
 object, and of a shared video output, are answered by ``ObjectRead``, a plain
 ``HTTPMessageDelegate`` that writes the status line, headers and body straight to the
-HTTP/1.1 connection: small bodies from the payload cache or one executor read, large ones
-copied to the socket by an executor thread (``service.http.file_body``).
+HTTP/1.1 connection: small bodies from the payload cache, or read on the loop from the
+payload's open descriptor when the page cache has them (``RWF_NOWAIT``), or by one executor
+read; large ones copied to the socket by an executor thread (``service.http.file_body``).
 
 It keeps every guarantee the handlers give: the contract's headers and error shape, an
 ``X-Request-Id`` on every answer, no traceback in a response, metrics and the access line,
@@ -47,7 +48,7 @@ from service.http.base import authorize_action, new_request_id, valid_request_id
 from service.http.file_body import send_file_body
 from service.http.read_plan import ReadPlan, plan_read
 from service.meta import ObjectVersion
-from service.objects import cached_window, read_small_window, resolve_version
+from service.objects import read_small_window, read_window_now, resolve_version
 from service.timefmt import http_date, now_ms
 
 log = logging.getLogger("service.http")
@@ -239,7 +240,9 @@ class ObjectRead(HTTPMessageDelegate):
             self.write_head(plan.status, headers, b"")
         elif window.length <= SMALL_BODY_BYTES:
             assert version.payload_id is not None
-            body = cached_window(self.ctx.engine, version.payload_id, window.start, window.length)
+            body = read_window_now(
+                self.ctx.engine, version.payload_id, version.size, window.start, window.length
+            )
             if body is None:
                 return self.send_small(version, plan, headers)
             self.write_head(plan.status, headers, body)
