@@ -38,10 +38,10 @@ from service.objects import (
 )
 from service.storage import StagedPayload
 from service.timefmt import now_ms
+from service.wire import MAX_PART_NUMBER, MIN_PART_NUMBER, QUERY_PART_NUMBER
 
 MIB = 1024 * 1024
 DEFAULT_PART_SIZE = 8 * MIB
-MAX_PART_NUMBER = 10_000
 MAX_PARTS_IN_MANIFEST = MAX_PART_NUMBER
 
 
@@ -67,7 +67,9 @@ def max_parallel_parts() -> int:
 def parse_part_number(raw: str | None) -> int:
     if raw is None:
         raise ApiError("InvalidPartNumber", f"partNumber must be an integer 1..{MAX_PART_NUMBER}")
-    return require_int(raw, "partNumber", 1, MAX_PART_NUMBER, code="InvalidPartNumber")
+    return require_int(
+        raw, QUERY_PART_NUMBER, MIN_PART_NUMBER, MAX_PART_NUMBER, code="InvalidPartNumber"
+    )
 
 
 def open_session(engine: Engine, upload_id: str) -> UploadSession:
@@ -181,7 +183,7 @@ def parse_manifest(body: Mapping[str, Any]) -> list[tuple[int, str]]:
         number, etag = item.get("part_number"), item.get("etag")
         if isinstance(number, bool) or not isinstance(number, int):
             raise ApiError("InvalidPartNumber", "part_number must be an integer")
-        if not 1 <= number <= MAX_PART_NUMBER:
+        if not MIN_PART_NUMBER <= number <= MAX_PART_NUMBER:
             raise ApiError("InvalidPartNumber", f"part_number must be 1..{MAX_PART_NUMBER}")
         if not isinstance(etag, str):
             raise ApiError("InvalidPart", "etag must be a string")

@@ -37,9 +37,16 @@ from service.objects import (
     store_object,
     store_small_object,
 )
+from service.wire import (
+    HEADER_CHECKSUM_SHA256,
+    HEADER_META_PREFIX,
+    HEADER_VERSION_ID,
+    NULL_VERSION_ID,
+    QUERY_VERSION_ID,
+)
 
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
-_META_PREFIX = "x-meta-"
+_META_PREFIX = HEADER_META_PREFIX.lower()
 MAX_CONTENT_LENGTH = 10**MAX_DIGITS - 1
 
 
@@ -137,7 +144,7 @@ class ObjectHandler(StreamingBodyHandler):
             custom_metadata=parse_custom_metadata(headers),
             if_none_match=if_none_match is not None,
             if_match=parse_if_match(headers.get("If-Match")),
-            expected_sha256=parse_expected_sha256(headers.get("X-Checksum-Sha256")),
+            expected_sha256=parse_expected_sha256(headers.get(HEADER_CHECKSUM_SHA256)),
             content_length=content_length,
         )
         self.authorize(Action.OBJECT_WRITE, bucket=self.bucket_name)
@@ -171,12 +178,12 @@ class ObjectHandler(StreamingBodyHandler):
         )
         crashpoints.hit("put.before_response")
         self.set_header("ETag", f'"{version.sha256}"')
-        self.set_header("X-Checksum-Sha256", version.sha256)
-        self.set_header("X-Version-Id", version.version_id or "null")
+        self.set_header(HEADER_CHECKSUM_SHA256, version.sha256)
+        self.set_header(HEADER_VERSION_ID, version.version_id or NULL_VERSION_ID)
         self.send_json(200, object_json(version))
 
     def version_id_argument(self) -> str | None:
-        return self.get_query_argument("version_id", None)
+        return self.get_query_argument(QUERY_VERSION_ID, None)
 
     # -- DELETE -----------------------------------------------------------------------
 

@@ -21,7 +21,6 @@ Thread-safety: event-loop thread only.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
@@ -40,16 +39,18 @@ from tornado.httputil import (
 )
 from tornado.iostream import StreamClosedError
 
-from service.api_errors import ApiError, error_body, response_headers
+from service.api_errors import ApiError
 from service.auth import Action, Principal
 from service.context import AppContext
 from service.http.authn import authenticate, is_presigned, presigned_principal
-from service.http.base import authorize_action, new_request_id, valid_request_id
+from service.http.base import authorize_action
 from service.http.file_body import send_file_body
 from service.http.read_plan import ReadPlan, plan_read
+from service.http.request_contract import record_finished, render_error, request_id_for
 from service.meta import ObjectVersion
 from service.objects import read_small_window, read_window_now, resolve_version
 from service.timefmt import http_date, now_ms
+from service.wire import HEADER_REQUEST_ID, QUERY_VERSION_ID
 
 log = logging.getLogger("service.http")
 
@@ -57,7 +58,6 @@ READ_METHODS = ("GET", "HEAD")
 SMALL_BODY_BYTES = 256 * 1024
 """Bodies up to this size are read in one piece (or come from the payload cache); larger
 ones stream through ``send_file_body``."""
-_JSON_TYPE = "application/json; charset=utf-8"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +107,7 @@ def resolve_object_read(
     else:
         principal = authenticate(state, ctx.engine.key_usage, ctx.server_secret, request)
     authorize_action(state, principal, Action.OBJECT_READ, bucket=bucket)
-    version = resolve_version(ctx.engine, bucket, key, query_argument(request, "version_id"))
+    version = resolve_version(ctx.engine, bucket, key, query_argument(request, QUERY_VERSION_ID))
     return ReadTarget(version, principal.credential_id)
 
 
@@ -155,10 +155,7 @@ class ObjectRead(HTTPMessageDelegate):
             raise TypeError("object reads need an HTTP/1.1 connection")
         self.connection = connection
         self.started_at = time.perf_counter()
-        incoming = request.headers.get("X-Request-Id")
-        self.request_id = (
-            incoming if incoming is not None and valid_request_id(incoming) else new_request_id()
-        )
+        self.request_id = request_id_for(request.headers.get(HEADER_REQUEST_ID))
         self.status = 0
         self.bytes_out = 0
         self.credential_id: str | None = None
@@ -209,8 +206,10 @@ class ObjectRead(HTTPMessageDelegate):
                 self.connection.stream.close()
 
     def done(self) -> None:
-        self.ctx.requests_in_flight.discard(self)
-        self.ctx.observe_request(
+        record_finished(
+            self.ctx.requests_in_flight,
+            self.ctx,
+            self,
             request_id=self.request_id,
             route=self.router.route_name,
             method=self.request.method or "-",
@@ -301,7 +300,7 @@ class ObjectRead(HTTPMessageDelegate):
         response = HTTPHeaders()
         response["Server"] = "service"
         response["Date"] = http_date(now_ms() // 1000 * 1000)
-        response["X-Request-Id"] = self.request_id
+        response[HEADER_REQUEST_ID] = self.request_id
         origin = self.request.headers.get("Origin")
         for name, value in self.ctx.cors.headers(origin, public=self.router.any_origin):
             response[name] = value
@@ -311,18 +310,13 @@ class ObjectRead(HTTPMessageDelegate):
         return self.connection.write_headers(start, response, body)
 
     def send_error(self, error: ApiError) -> None:
-        """Answer with ``error`` in the contract's shape (no body for a HEAD)."""
-        if error.log_detail:
-            log.warning("request %s: %s", self.request_id, error.log_detail)
-        headers = [("Cache-Control", "no-store"), *response_headers(error).items()]
-        body = b""
-        if self.request.method != "HEAD":
-            body = json.dumps(error_body(error.code, error.message, self.request_id)).encode()
-            headers.append(("Content-Type", _JSON_TYPE))
-        headers.append(("Content-Length", str(len(body))))
+        """Answer with ``error`` in the contract's shape (``request_contract``)."""
+        answer = render_error(error, self.request_id, with_body=self.request.method != "HEAD")
+        body = answer.body
+        headers = [*answer.headers, ("Content-Length", str(len(body)))]
         self.bytes_out = len(body)
         try:
-            self.write_head(error.status, headers, body)
+            self.write_head(answer.status, headers, body)
             self.connection.finish()
         except StreamClosedError:
             pass
