@@ -3,6 +3,7 @@
 Pure path arithmetic: no I/O happens here, so every function is thread-safe.
 
     <root>/staging/<random>.part          a body being received (or joined), not yet promoted
+    <root>/assembly/<pid>-<run>.<upload>.part  a multipart upload's parts assembled so far
     <root>/payloads/<id[0:2]>/<id[2:4]>/<id>   a promoted payload
     <root>/quarantine/<id>                a payload that failed verification (never served)
     <root>/payloads-unsynced              exists while payloads may not all be on disk
@@ -21,6 +22,7 @@ import secrets
 from dataclasses import dataclass
 
 STAGING_DIR = "staging"
+ASSEMBLY_DIR = "assembly"
 PAYLOADS_DIR = "payloads"
 QUARANTINE_DIR = "quarantine"
 UNSYNCED_MARKER = "payloads-unsynced"
@@ -69,6 +71,10 @@ class Layout:
         return os.path.join(self.root, STAGING_DIR)
 
     @property
+    def assembly_dir(self) -> str:
+        return os.path.join(self.root, ASSEMBLY_DIR)
+
+    @property
     def payloads_dir(self) -> str:
         return os.path.join(self.root, PAYLOADS_DIR)
 
@@ -82,6 +88,13 @@ class Layout:
 
     def new_staging_path(self) -> str:
         return os.path.join(self.staging_dir, new_staging_name())
+
+    def assembly_path(self, owner: str, upload_id: str) -> str:
+        """The assembly file of ``upload_id`` kept by the process run ``owner``
+        (``<pid>-<random>``); the upload id is server-made hex, safe as a name part."""
+        if not upload_id.isalnum():
+            raise ValueError(f"not an upload id: {upload_id!r}")
+        return os.path.join(self.assembly_dir, f"{owner}.{upload_id}{STAGING_SUFFIX}")
 
     def fan_out_dirs(self, payload_id: str) -> tuple[str, str]:
         """The two directories above a payload: ``payloads/ab`` and ``payloads/ab/cd``."""
