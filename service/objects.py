@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from fsseam.fs import ReadableFile
+from fsseam.fs import ReadableFile, pread, pread_cached
 from service.api_errors import ApiError
 from service.buckets import outcome_error, require_bucket
 from service.engine import Engine
@@ -28,7 +28,6 @@ from service.header_fields import content_type_problem, validate_custom_metadata
 from service.meta import ObjectVersion, events
 from service.names import key_problem
 from service.storage import DigestMismatch, PayloadStore, StagedPayload, StagingUpload
-from service.storage.descriptors import read_at, read_now
 from service.timefmt import now_ms
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
@@ -342,7 +341,7 @@ def read_window_now(
     engine: Engine, payload_id: str, payload_size: int, start: int, length: int
 ) -> bytes | None:
     """The window from the body cache, or read on the event loop from the payload's open
-    descriptor when the page cache has it (``storage.descriptors.read_now``); None when
+    descriptor when the page cache has it (``fsseam.fs.pread_cached``); None when
     only the executor can read it. Event-loop thread only."""
     cached = cached_window(engine, payload_id, start, length)
     if cached is not None:
@@ -353,7 +352,7 @@ def read_window_now(
         return None
     try:
         span_start, span_length = _span(engine, payload_size, start, length)
-        data = read_now(file, span_start, span_length)
+        data = pread_cached(file, span_start, span_length)
     finally:
         descriptors.release(payload_id, file)
     if data is None:
@@ -371,7 +370,7 @@ def _open_and_read(store: PayloadStore, payload_id: str, start: int, length: int
         finally:
             payload.close()
     try:
-        return OpenRead(payload, read_at(payload, start, length))
+        return OpenRead(payload, pread(payload, start, length))
     except BaseException:
         payload.close()
         raise
@@ -399,7 +398,7 @@ async def read_small_window(
     file = descriptors.acquire(payload_id)
     if file is not None:
         try:
-            data = await engine.run_blocking(read_at, file, span_start, span_length)
+            data = await engine.run_blocking(pread, file, span_start, span_length)
         finally:
             descriptors.release(payload_id, file)
     else:

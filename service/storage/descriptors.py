@@ -1,12 +1,12 @@
-"""Open descriptors of recently read payloads, and reads that never block the event loop.
+"""Open descriptors of recently read payloads, so that reads need not open files again.
 
 Why: a small or ranged GET that is not in the body cache used to cost an executor job (open,
 seek, read, close) and the hop to a thread and back, most of such a request's cost. Payload
 files are immutable once promoted and their ids are never reused, so a descriptor opened
 once can serve every later read of the payload. With it, a read whose pages are in the page
-cache is done on the event loop by ``os.preadv(..., RWF_NOWAIT)``: the kernel copies the
-bytes when it can do so without waiting for the disk, and says EAGAIN otherwise, and only
-then does the read go to the executor (``read_now`` returns None).
+cache is done on the event loop by ``os.preadv(..., RWF_NOWAIT)`` (``fsseam.fs.pread_cached``):
+the kernel copies the bytes when it can do so without waiting for the disk, and says EAGAIN
+otherwise, and only then does the read go to the executor (``fsseam.fs.pread``).
 
 Bounds and lifetime: at most ``max_open`` descriptors, least-recently-used first out. A
 descriptor in use by an executor read is pinned (``acquire``/``release``) and closed only
@@ -17,14 +17,12 @@ reused meanwhile. The engine drops a payload's descriptor before it removes the 
 Only files of the real file system have a descriptor (``ReadableFile.fileno``); others (the
 crash tests' simulated disk) are never kept here and are read on the executor as before.
 
-Thread-safety: the cache lives on the event-loop thread; ``read_at`` is a plain ``pread``
-and may run on any thread while the descriptor is pinned.
+Thread-safety: the cache lives on the event-loop thread; a pinned descriptor may be read
+with ``pread`` on any thread.
 """
 
 from __future__ import annotations
 
-import errno
-import os
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,9 +30,6 @@ from dataclasses import dataclass
 from fsseam.fs import ReadableFile
 
 DEFAULT_MAX_OPEN = 128
-
-_NOWAIT = getattr(os, "RWF_NOWAIT", None)
-_nowait_supported = _NOWAIT is not None and hasattr(os, "preadv")
 
 
 @dataclass(slots=True)
@@ -113,43 +108,3 @@ class OpenPayloads:
             self._pinned[id(entry.file)] = entry
             return
         entry.file.close()
-
-
-def read_now(file: ReadableFile, start: int, length: int) -> bytes | None:
-    """``length`` bytes at ``start`` if the kernel has them all in the page cache, without
-    waiting for the disk (``RWF_NOWAIT``); None when it would have to wait, cannot say, or
-    the file has no descriptor. Safe on the event loop."""
-    global _nowait_supported
-    fd = file.fileno()
-    if not _nowait_supported or fd is None or length <= 0:
-        return None
-    buffer = bytearray(length)
-    try:
-        count = os.preadv(fd, [buffer], start, _NOWAIT)  # type: ignore[arg-type]
-    except BlockingIOError:
-        return None
-    except OSError as exc:
-        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
-            _nowait_supported = False  # this kernel or file system cannot say: ask no more
-            return None
-        raise
-    if count != length:
-        return None  # only part of it is cached: the executor reads it all
-    return bytes(buffer)
-
-
-def read_at(file: ReadableFile, start: int, length: int) -> bytes:
-    """``length`` bytes at ``start`` (fewer at the end of the file); blocking, and safe
-    from several threads at once on the same descriptor (``pread`` keeps no offset)."""
-    fd = file.fileno()
-    if fd is None:
-        raise ValueError("read_at needs a file with a descriptor")
-    chunks: list[bytes] = []
-    while length > 0:
-        chunk = os.pread(fd, length, start)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        start += len(chunk)
-        length -= len(chunk)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)

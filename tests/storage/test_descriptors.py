@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from fsseam.fs import ReadableFile, RealFileSystem
+from fsseam.fs import ReadableFile, RealFileSystem, pread, pread_cached
 from fsseam.simfs import SimFileSystem
-from service.storage.descriptors import OpenPayloads, read_at, read_now
+from service.storage.descriptors import OpenPayloads
 
 
 def open_file(path: str, data: bytes) -> ReadableFile:
@@ -30,9 +30,9 @@ def is_open(file: ReadableFile) -> bool:
 def test_a_page_cached_range_is_read_without_waiting(tmp_path: str) -> None:
     data = os.urandom(200_000)
     file = open_file(os.path.join(tmp_path, "p"), data)
-    assert read_at(file, 0, len(data)) == data  # now in the page cache
-    assert read_now(file, 1000, 65536) == data[1000 : 1000 + 65536]
-    assert read_at(file, 199_990, 100) == data[199_990:]
+    assert pread(file, 0, len(data)) == data  # now in the page cache
+    assert pread_cached(file, 1000, 65536) == data[1000 : 1000 + 65536]
+    assert pread(file, 199_990, 100) == data[199_990:]
 
 
 def test_a_file_without_a_descriptor_is_never_read_on_the_loop() -> None:
@@ -41,7 +41,7 @@ def test_a_file_without_a_descriptor_is_never_read_on_the_loop() -> None:
     writer = fs.create("/d/p")
     writer.write(b"abc")
     writer.close()
-    assert read_now(fs.open_read("/d/p"), 0, 3) is None
+    assert pread_cached(fs.open_read("/d/p"), 0, 3) is None
     assert not OpenPayloads().adopt("p", fs.open_read("/d/p"))
 
 
