@@ -182,6 +182,50 @@ def make_dirs_durably(fs: FileSystem, path: str) -> None:
         fs.fsync_dir(os.path.dirname(created) or ".")  # the new entry, top down
 
 
+def pread(file: ReadableFile, offset: int, length: int) -> bytes:
+    """``length`` bytes of ``file`` at ``offset`` (fewer at its end), leaving its position
+    alone: several threads may read one descriptor at once. Blocking. Needs a descriptor
+    (``fileno``); a file without one is read with ``seek`` and ``read`` by its one user."""
+    fd = file.fileno()
+    if fd is None:
+        raise ValueError("pread needs a file with a descriptor")
+    chunks: list[bytes] = []
+    while length > 0:
+        chunk = os.pread(fd, length, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        length -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+_RWF_NOWAIT: int | None = getattr(os, "RWF_NOWAIT", None)
+_nowait_reads = _RWF_NOWAIT is not None and hasattr(os, "preadv")
+
+
+def pread_cached(file: ReadableFile, offset: int, length: int) -> bytes | None:
+    """``length`` bytes at ``offset`` if the page cache holds them all, read without waiting
+    for the disk (``preadv`` with ``RWF_NOWAIT``); None when the kernel would have to wait
+    (EAGAIN), cannot say (then it is never asked again), or the file has no descriptor.
+    Never blocks on the disk, so it may run on an event loop."""
+    global _nowait_reads
+    fd = file.fileno()
+    if not _nowait_reads or _RWF_NOWAIT is None or fd is None or length <= 0:
+        return None
+    buffer = bytearray(length)
+    try:
+        count = os.preadv(fd, [buffer], offset, _RWF_NOWAIT)
+    except BlockingIOError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            _nowait_reads = False
+            return None
+        raise
+    return bytes(buffer) if count == length else None
+
+
 _SYNC_FILE_RANGE_WRITE = 2
 
 

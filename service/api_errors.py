@@ -1,7 +1,7 @@
 """The server's one error type and the contract's code-to-status table.
 
-Handlers and the engine raise ``ApiError(code, message)``; ``service.http.base`` is the one
-place that turns it (and anything unexpected) into the contract's JSON error body. The
+Handlers and the engine raise ``ApiError(code, message)``; ``service.http.request_contract``
+is the one place that turns it (and anything unexpected) into the contract's JSON error body. The
 message is shown to clients, so it never carries secrets, paths or tracebacks; anything
 meant only for operators goes to ``log_detail``.
 """

@@ -1,10 +1,13 @@
 """Resumable multipart uploads: sessions, parts, complete (join) and abort.
 
 Transport-free. Parts are ordinary payload files referenced by the session's records, so
-they survive restarts and the GC treats them like objects. ``complete`` joins the named
-parts in one pass off the event loop (computing the whole-object SHA-256 as it copies),
-promotes the result and commits one ``UploadCompleted`` record; the parts are released
-only by that commit, so a crash during the join leaves the session open and completable.
+they survive restarts and the GC treats them like objects. As parts arrive, the contiguous
+prefix of them is assembled into one file with its SHA-256 state at every part boundary
+(``service.multipart_assembly``), so ``complete`` mostly appends the parts not assembled
+yet, finishes the hash and seals; without a usable assembly (after a restart, or a manifest
+that skips part 1) it joins the named parts in one pass off the event loop, as before.
+Either way it promotes the result and commits one ``UploadCompleted`` record; the parts are
+released only by that commit, so a crash before it leaves the session open and completable.
 
 While a session is being completed, part uploads and aborts on it answer 409 InvalidState:
 the join must read exactly the parts the record will name.
@@ -29,6 +32,7 @@ from service.header_fields import (
     validate_custom_metadata,
 )
 from service.meta import ObjectVersion, PartInfo, UploadSession, events
+from service.multipart_assembly import assemblies_of
 from service.numbers import require_int
 from service.objects import (
     new_version_token,
@@ -38,10 +42,10 @@ from service.objects import (
 )
 from service.storage import StagedPayload
 from service.timefmt import now_ms
+from service.wire import MAX_PART_NUMBER, MIN_PART_NUMBER, QUERY_PART_NUMBER
 
 MIB = 1024 * 1024
 DEFAULT_PART_SIZE = 8 * MIB
-MAX_PART_NUMBER = 10_000
 MAX_PARTS_IN_MANIFEST = MAX_PART_NUMBER
 
 
@@ -67,7 +71,9 @@ def max_parallel_parts() -> int:
 def parse_part_number(raw: str | None) -> int:
     if raw is None:
         raise ApiError("InvalidPartNumber", f"partNumber must be an integer 1..{MAX_PART_NUMBER}")
-    return require_int(raw, "partNumber", 1, MAX_PART_NUMBER, code="InvalidPartNumber")
+    return require_int(
+        raw, QUERY_PART_NUMBER, MIN_PART_NUMBER, MAX_PART_NUMBER, code="InvalidPartNumber"
+    )
 
 
 def open_session(engine: Engine, upload_id: str) -> UploadSession:
@@ -166,6 +172,7 @@ async def store_part(
     part = stored_parts(engine, session.upload_id).get(part_number)
     if part is None:
         raise ApiError("NoSuchUpload", "the upload closed while the part arrived")
+    await assemblies_of(engine).part_stored(session.upload_id)
     return part
 
 
@@ -181,7 +188,7 @@ def parse_manifest(body: Mapping[str, Any]) -> list[tuple[int, str]]:
         number, etag = item.get("part_number"), item.get("etag")
         if isinstance(number, bool) or not isinstance(number, int):
             raise ApiError("InvalidPartNumber", "part_number must be an integer")
-        if not 1 <= number <= MAX_PART_NUMBER:
+        if not MIN_PART_NUMBER <= number <= MAX_PART_NUMBER:
             raise ApiError("InvalidPartNumber", f"part_number must be 1..{MAX_PART_NUMBER}")
         if not isinstance(etag, str):
             raise ApiError("InvalidPart", "etag must be a string")
@@ -229,9 +236,11 @@ async def complete_upload(
     engine.uploads_completing.add(session.upload_id)
     try:
         try:
-            staged = await engine.run_blocking(engine.store.join, [p.payload_id for p in parts])
+            staged = await assemblies_of(engine).take(session.upload_id, parts)
+            if staged is None:
+                staged = await engine.run_blocking(engine.store.join, [p.payload_id for p in parts])
         except OSError as exc:
-            raise storage_failure(exc) from None  # the join discarded its staging file
+            raise storage_failure(exc) from None  # the join or seal discarded its file
         payload_id = await promote_staged(engine, staged)
         crashpoints.hit("multipart.joined_promoted")
         outcome = await engine.commit(
@@ -262,6 +271,7 @@ async def abort_upload(engine: Engine, session: UploadSession, reason: str = "ab
     crashpoints.hit("multipart.after_abort_record")
     if not outcome.ok:
         raise outcome_error(outcome)
+    await assemblies_of(engine).drop(session.upload_id)
 
 
 async def reap_expired_uploads(engine: Engine) -> int:
@@ -274,4 +284,6 @@ async def reap_expired_uploads(engine: Engine) -> int:
             events.upload_aborted(upload_id=session.upload_id, reason="expired", at=now_ms())
         )
         reaped += int(outcome.ok)
+        if outcome.ok:
+            await assemblies_of(engine).drop(session.upload_id)
     return reaped

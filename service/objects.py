@@ -20,18 +20,22 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from fsseam.fs import ReadableFile, pread, pread_cached
 from service.api_errors import ApiError
 from service.buckets import outcome_error, require_bucket
 from service.engine import Engine
 from service.header_fields import content_type_problem, validate_custom_metadata
 from service.meta import ObjectVersion, events
 from service.names import key_problem
-from service.storage import PayloadStore, StagedPayload, StagingUpload
+from service.storage import DigestMismatch, PayloadStore, StagedPayload, StagingUpload
 from service.timefmt import now_ms
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 CHUNK_BYTES = 256 * 1024
 """The object path's buffer size: server-made payloads are staged in chunks of this."""
+SMALL_PUT_BYTES = CHUNK_BYTES
+"""Bodies of at most this size (one buffer) are stored by ``store_small_object``: one
+executor hop for staging, hashing, sealing and promoting, instead of the streaming path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +105,7 @@ def take_back_promote(store: PayloadStore, staged: StagedPayload, payload_id: st
 async def promote_staged(engine: Engine, staged: StagedPayload) -> str:
     """Promote ``staged`` under a fresh payload id and return it; on failure leave nothing
     and raise the contract's error (507 when the disk is full)."""
-    payload_id = engine.store.new_payload_id()
+    payload_id = engine.store.next_payload_id()
     try:
         await engine.run_blocking(engine.store.promote, staged, payload_id)
     except OSError as exc:
@@ -156,6 +160,42 @@ async def store_object(
     started = time.perf_counter()
     payload_id = await promote_staged(engine, staged)
     timings.promote = time.perf_counter() - started
+    version = await commit_stored(engine, intent, payload_id, staged, timings)
+    return version, timings
+
+
+async def store_small_object(
+    engine: Engine, intent: PutIntent, body: bytes
+) -> tuple[ObjectVersion, PutTimings]:
+    """Store a whole small body as the key's new version: stage, hash, seal and promote in
+    one executor hop (``PayloadStore.store_small``), then commit as ``store_object`` does.
+    ``timings.promote`` covers the whole hop."""
+    timings = PutTimings()
+    engine.ensure_writable()
+    payload_id = engine.store.next_payload_id()
+    started = time.perf_counter()
+    try:
+        staged = await engine.run_blocking(
+            engine.store.store_small, body, payload_id, intent.expected_sha256
+        )
+    except DigestMismatch:
+        raise ApiError("BadDigest", "the body's SHA-256 does not match X-Checksum-Sha256") from None
+    except OSError as exc:
+        raise storage_failure(exc) from None
+    timings.promote = time.perf_counter() - started
+    version = await commit_stored(engine, intent, payload_id, staged, timings)
+    return version, timings
+
+
+async def commit_stored(
+    engine: Engine,
+    intent: PutIntent,
+    payload_id: str,
+    staged: StagedPayload,
+    timings: PutTimings,
+) -> ObjectVersion:
+    """Commit a promoted payload as the key's new version (``ObjectStored``); a refused
+    commit releases the payload."""
     event = events.object_stored(
         bucket=intent.bucket,
         key=intent.key,
@@ -180,7 +220,7 @@ async def store_object(
     timings.journal_commit = time.perf_counter() - started
     if not outcome.ok or not isinstance(outcome.value, ObjectVersion):
         raise outcome_error(outcome)
-    return outcome.value, timings
+    return outcome.value
 
 
 async def store_server_made(engine: Engine, intent: PutIntent, data: bytes | str) -> ObjectVersion:
@@ -197,6 +237,9 @@ async def store_server_made(engine: Engine, intent: PutIntent, data: bytes | str
         else await engine.run_blocking(_file_size, engine, data)
     )
     precheck_put(engine, replace(intent, content_length=size))
+    if isinstance(data, bytes) and size <= SMALL_PUT_BYTES:
+        version, _ = await store_small_object(engine, intent, data)
+        return version
     upload = await StagingUpload.start(engine.store, engine.executor)
     try:
         async for chunk in _chunks(engine, data):
@@ -274,24 +317,101 @@ def cached_window(engine: Engine, payload_id: str, start: int, length: int) -> b
     return body[start : start + length]
 
 
-async def read_small_window(
-    engine: Engine, payload_id: str, payload_size: int, start: int, length: int
+def _span(engine: Engine, payload_size: int, start: int, length: int) -> tuple[int, int]:
+    """What to read for a window: the whole payload when the cache would keep it."""
+    if engine.payload_cache.accepts(payload_size):
+        return 0, payload_size
+    return start, length
+
+
+def _keep(
+    engine: Engine, payload_id: str, payload_size: int, data: bytes, start: int, length: int
 ) -> bytes:
-    """``length`` bytes of a payload from ``start``, from the engine's small-payload cache
-    when it holds the body; a cacheable body missing from it is read whole (on the
-    executor) and kept. Event-loop thread only."""
+    """Keep a whole body read for the cache, and cut the asked window out of it."""
+    if not engine.payload_cache.accepts(payload_size):
+        return data
+    if len(data) == payload_size:
+        engine.payload_cache.put(payload_id, data)
+    if start == 0 and length >= len(data):
+        return data
+    return data[start : start + length]
+
+
+def read_window_now(
+    engine: Engine, payload_id: str, payload_size: int, start: int, length: int
+) -> bytes | None:
+    """The window from the body cache, or read on the event loop from the payload's open
+    descriptor when the page cache has it (``fsseam.fs.pread_cached``); None when
+    only the executor can read it. Event-loop thread only."""
     cached = cached_window(engine, payload_id, start, length)
     if cached is not None:
         return cached
-    cache = engine.payload_cache
-    if not cache.accepts(payload_size):
-        return await engine.run_blocking(read_window, engine.store, payload_id, start, length)
-    body = await engine.run_blocking(read_window, engine.store, payload_id, 0, payload_size)
-    if len(body) == payload_size:
-        cache.put(payload_id, body)
-    if start == 0 and length >= len(body):
-        return body
-    return body[start : start + length]
+    descriptors = engine.payload_cache.descriptors
+    file = descriptors.acquire(payload_id)
+    if file is None:
+        return None
+    try:
+        span_start, span_length = _span(engine, payload_size, start, length)
+        data = pread_cached(file, span_start, span_length)
+    finally:
+        descriptors.release(payload_id, file)
+    if data is None:
+        return None
+    return _keep(engine, payload_id, payload_size, data, start, length)
+
+
+def _open_and_read(store: PayloadStore, payload_id: str, start: int, length: int) -> OpenRead:
+    """Open a payload and read a span of it (blocking: run on the executor)."""
+    payload = store.open_payload(payload_id)
+    if payload.fileno() is None:
+        try:
+            payload.seek(start)
+            return OpenRead(None, payload.read(length))
+        finally:
+            payload.close()
+    try:
+        return OpenRead(payload, pread(payload, start, length))
+    except BaseException:
+        payload.close()
+        raise
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRead:
+    """What ``_open_and_read`` returns: the still open file (None if closed) and the bytes."""
+
+    file: ReadableFile | None
+    data: bytes
+
+
+async def read_small_window(
+    engine: Engine, payload_id: str, payload_size: int, start: int, length: int
+) -> bytes:
+    """``length`` bytes of a payload from ``start``: at once when ``read_window_now`` can,
+    else on the executor through the payload's open descriptor (opened and kept on the
+    first read). A cacheable body is read whole and kept. Event-loop thread only."""
+    now = read_window_now(engine, payload_id, payload_size, start, length)
+    if now is not None:
+        return now
+    span_start, span_length = _span(engine, payload_size, start, length)
+    descriptors = engine.payload_cache.descriptors
+    file = descriptors.acquire(payload_id)
+    if file is not None:
+        try:
+            data = await engine.run_blocking(pread, file, span_start, span_length)
+        finally:
+            descriptors.release(payload_id, file)
+    else:
+        opened = await engine.run_blocking(
+            _open_and_read, engine.store, payload_id, span_start, span_length
+        )
+        data = opened.data
+        if opened.file is not None:
+            if descriptors.adopt(payload_id, opened.file):
+                descriptors.release(payload_id, opened.file)
+            else:
+                await engine.run_blocking(opened.file.close)
+    return _keep(engine, payload_id, payload_size, data, start, length)
 
 
 def resolve_version(engine: Engine, bucket: str, key: str, version_id: str | None) -> ObjectVersion:

@@ -1,69 +1,55 @@
-"""The base request handler: request ids, JSON in and out, and the one error renderer.
+"""The base request handler: authentication, JSON in and out, and the contract's answers.
 
 Every handler of the API derives from ``ApiHandler``. It guarantees the contract's
 conventions for every response, including Tornado's own 404/405/400 paths: an
 ``X-Request-Id`` header, and for every status >= 400 with a body the JSON error shape
 ``{"error": {"code", "message", "request_id"}}``. Unexpected exceptions become a generic
-500 InternalError; the traceback goes to the server log only, never to the client.
+500 InternalError; the traceback goes to the server log only, never to the client. The
+rules themselves (the id, the error answer, the finished request's accounting) live in
+``service.http.request_contract``, shared with the paths below Tornado's handlers.
 
 Thread-safety: handlers live on the event-loop thread.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
-import re
-import secrets
 import time
 from typing import Any
 
 import tornado.web
 from tornado.http1connection import HTTP1Connection
 
-from service.api_errors import ApiError, error_body, response_headers
+from service.api_errors import ApiError
 from service.auth import Action, Principal, Resource, Scope, authorize
 from service.context import AppContext
 from service.http.authn import authenticate
 from service.http.json_body import load_json_object
+from service.http.request_contract import (
+    JSON_TYPE,
+    new_request_id,
+    record_finished,
+    render_error,
+    request_id_for,
+    tornado_error,
+    valid_request_id,
+)
 from service.meta import MetaState
+from service.wire import HEADER_REQUEST_ID, HEADER_RETRY_AFTER
 
 log = logging.getLogger("service.http")
 
-_REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
-
-_TORNADO_STATUS_CODES = {
-    400: "InvalidArgument",
-    401: "Unauthorized",
-    403: "AccessDenied",
-    404: "NotFound",
-    405: "MethodNotAllowed",
-    411: "LengthRequired",
-    413: "EntityTooLarge",
-    416: "InvalidRange",
-    503: "ServiceUnavailable",
-}
-
 BODYLESS_METHODS = ("GET", "HEAD", "DELETE")
 
-
-_REQUEST_ID_PREFIX = secrets.token_hex(4)
-_request_numbers = itertools.count(1)
-
-
-def new_request_id() -> str:
-    """A request id unique to this server: a random per-process prefix and a counter.
-
-    Ids only need to be unique, not unguessable, and a random draw per request cost a
-    noticeable share of a small GET.
-    """
-    return f"{_REQUEST_ID_PREFIX}{next(_request_numbers):08x}"
-
-
-def valid_request_id(value: str) -> bool:
-    """Whether a client's ``X-Request-Id`` may be used as ours (else we make one up)."""
-    return _REQUEST_ID_PATTERN.match(value) is not None
+__all__ = [
+    "BODYLESS_METHODS",
+    "ApiHandler",
+    "NotFoundHandler",
+    "authorize_action",
+    "new_request_id",
+    "valid_request_id",
+]
 
 
 def authorize_action(
@@ -102,12 +88,12 @@ class ApiHandler(tornado.web.RequestHandler):
     def initialize(self, ctx: AppContext) -> None:
         self.ctx = ctx
         self.started_at = time.perf_counter()
-        self.request_id = self._incoming_request_id() or new_request_id()
+        self.request_id = request_id_for(self.request.headers.get(HEADER_REQUEST_ID))
         self.credential_id: str | None = None
         self.bytes_in = 0
         self.bytes_out = 0
         self.holds_upload_slot = False
-        self.set_header("X-Request-Id", self.request_id)
+        self.set_header(HEADER_REQUEST_ID, self.request_id)
         self.cors_headers = ctx.cors.headers(self.request.headers.get("Origin"))
         for name, value in self.cors_headers:
             self.set_header(name, value)
@@ -156,7 +142,7 @@ class ApiHandler(tornado.web.RequestHandler):
         owner = principal.user_id if principal is not None else "-"
         problem = self.ctx.uploads_in_flight.acquire(self, owner)
         if problem is not None:
-            raise ApiError("ServiceUnavailable", problem, headers={"Retry-After": "2"})
+            raise ApiError("ServiceUnavailable", problem, headers={HEADER_RETRY_AFTER: "2"})
         self.holds_upload_slot = True
 
     def touch_upload(self) -> None:
@@ -176,10 +162,6 @@ class ApiHandler(tornado.web.RequestHandler):
         if connection is not None:
             connection.close()  # type: ignore[attr-defined]
 
-    def _incoming_request_id(self) -> str | None:
-        value = self.request.headers.get("X-Request-Id")
-        return value if value is not None and valid_request_id(value) else None
-
     def set_default_headers(self) -> None:
         self.set_header("Server", "service")
         self.set_header("Cache-Control", "no-store")
@@ -191,7 +173,7 @@ class ApiHandler(tornado.web.RequestHandler):
         self.bytes_out = 0
         request_id = getattr(self, "request_id", None)
         if request_id:
-            self.set_header("X-Request-Id", request_id)
+            self.set_header(HEADER_REQUEST_ID, request_id)
         for name, value in getattr(self, "cors_headers", ()):
             self.set_header(name, value)
 
@@ -211,7 +193,7 @@ class ApiHandler(tornado.web.RequestHandler):
 
     def send_json(self, status: int, payload: Any) -> None:
         self.set_status(status)
-        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.set_header("Content-Type", JSON_TYPE)
         self.finish(json.dumps(payload, separators=(",", ":"), ensure_ascii=False))
 
     # -- errors -----------------------------------------------------------------------
@@ -221,16 +203,11 @@ class ApiHandler(tornado.web.RequestHandler):
         if self._finished:
             return
         self.clear()
-        self.set_status(error.status)
-        for name, value in response_headers(error).items():
+        answer = render_error(error, self.request_id, with_body=self.request.method != "HEAD")
+        self.set_status(answer.status)
+        for name, value in answer.headers:
             self.set_header(name, value)
-        if error.log_detail:
-            log.warning("request %s: %s", self.request_id, error.log_detail)
-        if self.request.method == "HEAD" or error.status == 304:
-            self.finish()
-            return
-        self.set_header("Content-Type", "application/json; charset=utf-8")
-        self.finish(json.dumps(error_body(error.code, error.message, self.request_id)))
+        self.finish(answer.body or None)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc_info = kwargs.get("exc_info")
@@ -239,12 +216,8 @@ class ApiHandler(tornado.web.RequestHandler):
             self.send_api_error(error)
             return
         if isinstance(error, tornado.web.HTTPError):
-            code = _TORNADO_STATUS_CODES.get(status_code)
-            if code is None:
-                code = "InternalError" if status_code >= 500 else "InvalidArgument"
-            # RFC 9110 section 15.5.6: a 405 lists the methods the route answers.
-            headers = {"Allow": ", ".join(self.allowed_methods())} if status_code == 405 else {}
-            self.send_api_error(ApiError(code, error.reason or self._reason, headers=headers))
+            reason = error.reason or self._reason
+            self.send_api_error(tornado_error(status_code, reason, self.allowed_methods()))
             return
         self.send_api_error(ApiError("InternalError", "internal error"))
 
@@ -258,8 +231,10 @@ class ApiHandler(tornado.web.RequestHandler):
     # -- accounting -------------------------------------------------------------------
 
     def on_finish(self) -> None:
-        self.ctx.requests_in_flight.discard(self)
-        self.ctx.observe_request(
+        record_finished(
+            self.ctx.requests_in_flight,
+            self.ctx,
+            self,
             request_id=self.request_id,
             route=self.route_name,
             method=self.request.method or "-",

@@ -22,8 +22,7 @@ from service.http.base import ApiHandler
 from service.http.json_body import load_json
 from service.http.render import bucket_json, object_json, version_json
 from service.numbers import require_int
-
-MAX_LIST_LIMIT = 1000
+from service.wire import MAX_LIST_LIMIT
 
 
 def encode_cursor(marker: Any) -> str:

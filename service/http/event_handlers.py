@@ -15,14 +15,13 @@ itself); the stop closes it and the client reconnects with ``Last-Event-ID``.
 
 from __future__ import annotations
 
-import json
-
 from tornado.iostream import StreamClosedError
 
-from service.api_errors import ApiError, error_body
+from service.api_errors import ApiError
 from service.auth import Action
 from service.buckets import require_bucket
 from service.http.base import ApiHandler
+from service.http.request_contract import render_error
 
 HEARTBEAT_SECONDS = 15.0
 MAX_SEQUENCE_DIGITS = 19
@@ -75,8 +74,8 @@ class BucketEventsHandler(ApiHandler):
                     items, after = await feed.read(after, engine.executor, bucket)
                 except LookupError:
                     error = expired(after, feed.covered_after)
-                    body = json.dumps(error_body(error.code, error.message, self.request_id))
-                    self.write(f"event: error\ndata: {body}\n\n")
+                    body = render_error(error, self.request_id).body
+                    self.write(b"event: error\ndata: " + body + b"\n\n")
                     break
                 for item in items:
                     self.write(f"id: {item.sequence}\ndata: ".encode() + item.body + b"\n")

@@ -28,6 +28,12 @@ from service.multipart import (
     store_part,
 )
 from service.timefmt import now_ms, rfc3339_ms
+from service.wire import (
+    HEADER_CHECKSUM_SHA256,
+    HEADER_VERSION_ID,
+    NULL_VERSION_ID,
+    QUERY_PART_NUMBER,
+)
 
 
 def session_json(session: UploadSession) -> dict[str, Any]:
@@ -151,7 +157,7 @@ class MultipartCompleteHandler(ApiHandler):
         self.authorize(Action.MULTIPART_COMPLETE, bucket=session.bucket)
         version = await complete_upload(self.ctx.engine, session, self.json_body())
         self.set_header("ETag", f'"{version.sha256}"')
-        self.set_header("X-Version-Id", version.version_id or "null")
+        self.set_header(HEADER_VERSION_ID, version.version_id or NULL_VERSION_ID)
         self.send_json(200, object_json(version))
 
 
@@ -169,9 +175,11 @@ class MultipartPartHandler(StreamingBodyHandler):
         session = open_session(self.ctx.engine, upload_id)
         self.authorize(Action.MULTIPART_UPLOAD_PART, bucket=session.bucket)
         self.part_number = parse_part_number(
-            self.get_query_argument("partNumber", None, strip=False)
+            self.get_query_argument(QUERY_PART_NUMBER, None, strip=False)
         )
-        self.expected_sha256 = parse_expected_sha256(self.request.headers.get("X-Checksum-Sha256"))
+        self.expected_sha256 = parse_expected_sha256(
+            self.request.headers.get(HEADER_CHECKSUM_SHA256)
+        )
         self.ctx.engine.ensure_writable()
         self.upload_session = session
         await self.begin_body(part_quota_room(self.ctx.engine, session))

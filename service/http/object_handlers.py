@@ -2,7 +2,9 @@
 
 PUT streams the body (Tornado's ``stream_request_body``) into a staging file through the
 storage pipeline, 256 KiB at a time, hashing as bytes arrive; memory per upload is bounded
-by the pipeline's in-flight window, never by the body.
+by the pipeline's in-flight window, never by the body. A body that declares a length of at
+most ``SMALL_PUT_BYTES`` is kept in memory instead and staged, hashed, sealed and promoted
+by one executor job (``objects.store_small_object``): most of a small PUT's cost was hops.
 
 Thread-safety: event-loop thread only.
 """
@@ -27,15 +29,24 @@ from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
 from service.numbers import MAX_DIGITS, require_int
 from service.objects import (
+    SMALL_PUT_BYTES,
     PutIntent,
     delete_object,
     precheck_put,
     quota_room,
     store_object,
+    store_small_object,
+)
+from service.wire import (
+    HEADER_CHECKSUM_SHA256,
+    HEADER_META_PREFIX,
+    HEADER_VERSION_ID,
+    NULL_VERSION_ID,
+    QUERY_VERSION_ID,
 )
 
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
-_META_PREFIX = "x-meta-"
+_META_PREFIX = HEADER_META_PREFIX.lower()
 MAX_CONTENT_LENGTH = 10**MAX_DIGITS - 1
 
 
@@ -133,34 +144,46 @@ class ObjectHandler(StreamingBodyHandler):
             custom_metadata=parse_custom_metadata(headers),
             if_none_match=if_none_match is not None,
             if_match=parse_if_match(headers.get("If-Match")),
-            expected_sha256=parse_expected_sha256(headers.get("X-Checksum-Sha256")),
+            expected_sha256=parse_expected_sha256(headers.get(HEADER_CHECKSUM_SHA256)),
             content_length=content_length,
         )
         self.authorize(Action.OBJECT_WRITE, bucket=self.bucket_name)
         precheck_put(ctx.engine, intent)
         self.intent = intent
-        await self.begin_body(quota_room(ctx.engine, self.bucket_name, self.key))
+        small = (
+            content_length is not None
+            and content_length <= SMALL_PUT_BYTES
+            and "Transfer-Encoding" not in headers
+        )
+        await self.begin_body(quota_room(ctx.engine, self.bucket_name, self.key), buffered=small)
 
     async def put(self, bucket: str, key: str) -> None:
         if not self.body_pending() or self.intent is None:
             return
-        staged, stage_write, flush = await self.finish_body()
-        version, timings = await store_object(self.ctx.engine, self.intent, staged)
+        body = self.take_buffered_body()
+        if body is None:
+            staged, stage_write, flush = await self.finish_body()
+            size = staged.size
+            version, timings = await store_object(self.ctx.engine, self.intent, staged)
+        else:
+            size, flush = len(body), 0.0
+            stage_write = time.perf_counter() - self.body_started
+            version, timings = await store_small_object(self.ctx.engine, self.intent, body)
         total = time.perf_counter() - self.body_started
         self.ctx.performance.record_put(
-            staged.size, stage_write, flush, timings.promote, timings.journal_commit, total
+            size, stage_write, flush, timings.promote, timings.journal_commit, total
         )
         self.ctx.metrics.observe_put_stages(
             stage_write, flush, timings.promote, timings.journal_commit, total
         )
         crashpoints.hit("put.before_response")
         self.set_header("ETag", f'"{version.sha256}"')
-        self.set_header("X-Checksum-Sha256", version.sha256)
-        self.set_header("X-Version-Id", version.version_id or "null")
+        self.set_header(HEADER_CHECKSUM_SHA256, version.sha256)
+        self.set_header(HEADER_VERSION_ID, version.version_id or NULL_VERSION_ID)
         self.send_json(200, object_json(version))
 
     def version_id_argument(self) -> str | None:
-        return self.get_query_argument("version_id", None)
+        return self.get_query_argument(QUERY_VERSION_ID, None)
 
     # -- DELETE -----------------------------------------------------------------------
 

@@ -5,8 +5,9 @@ request, with its header bookkeeping, flush and finish machinery) costs more tha
 our own work on it. Reads are the hot path of an object store, so GET and HEAD of an
 object, and of a shared video output, are answered by ``ObjectRead``, a plain
 ``HTTPMessageDelegate`` that writes the status line, headers and body straight to the
-HTTP/1.1 connection: small bodies from the payload cache or one executor read, large ones
-copied to the socket by an executor thread (``service.http.file_body``).
+HTTP/1.1 connection: small bodies from the payload cache, or read on the loop from the
+payload's open descriptor when the page cache has them (``RWF_NOWAIT``), or by one executor
+read; large ones copied to the socket by an executor thread (``service.http.file_body``).
 
 It keeps every guarantee the handlers give: the contract's headers and error shape, an
 ``X-Request-Id`` on every answer, no traceback in a response, metrics and the access line,
@@ -20,7 +21,6 @@ Thread-safety: event-loop thread only.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
@@ -39,16 +39,18 @@ from tornado.httputil import (
 )
 from tornado.iostream import StreamClosedError
 
-from service.api_errors import ApiError, error_body, response_headers
+from service.api_errors import ApiError
 from service.auth import Action, Principal
 from service.context import AppContext
 from service.http.authn import authenticate, is_presigned, presigned_principal
-from service.http.base import authorize_action, new_request_id, valid_request_id
+from service.http.base import authorize_action
 from service.http.file_body import send_file_body
 from service.http.read_plan import ReadPlan, plan_read
+from service.http.request_contract import record_finished, render_error, request_id_for
 from service.meta import ObjectVersion
-from service.objects import cached_window, read_small_window, resolve_version
+from service.objects import read_small_window, read_window_now, resolve_version
 from service.timefmt import http_date, now_ms
+from service.wire import HEADER_REQUEST_ID, QUERY_VERSION_ID
 
 log = logging.getLogger("service.http")
 
@@ -56,7 +58,6 @@ READ_METHODS = ("GET", "HEAD")
 SMALL_BODY_BYTES = 256 * 1024
 """Bodies up to this size are read in one piece (or come from the payload cache); larger
 ones stream through ``send_file_body``."""
-_JSON_TYPE = "application/json; charset=utf-8"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +107,7 @@ def resolve_object_read(
     else:
         principal = authenticate(state, ctx.engine.key_usage, ctx.server_secret, request)
     authorize_action(state, principal, Action.OBJECT_READ, bucket=bucket)
-    version = resolve_version(ctx.engine, bucket, key, query_argument(request, "version_id"))
+    version = resolve_version(ctx.engine, bucket, key, query_argument(request, QUERY_VERSION_ID))
     return ReadTarget(version, principal.credential_id)
 
 
@@ -154,10 +155,7 @@ class ObjectRead(HTTPMessageDelegate):
             raise TypeError("object reads need an HTTP/1.1 connection")
         self.connection = connection
         self.started_at = time.perf_counter()
-        incoming = request.headers.get("X-Request-Id")
-        self.request_id = (
-            incoming if incoming is not None and valid_request_id(incoming) else new_request_id()
-        )
+        self.request_id = request_id_for(request.headers.get(HEADER_REQUEST_ID))
         self.status = 0
         self.bytes_out = 0
         self.credential_id: str | None = None
@@ -208,8 +206,10 @@ class ObjectRead(HTTPMessageDelegate):
                 self.connection.stream.close()
 
     def done(self) -> None:
-        self.ctx.requests_in_flight.discard(self)
-        self.ctx.observe_request(
+        record_finished(
+            self.ctx.requests_in_flight,
+            self.ctx,
+            self,
             request_id=self.request_id,
             route=self.router.route_name,
             method=self.request.method or "-",
@@ -239,7 +239,9 @@ class ObjectRead(HTTPMessageDelegate):
             self.write_head(plan.status, headers, b"")
         elif window.length <= SMALL_BODY_BYTES:
             assert version.payload_id is not None
-            body = cached_window(self.ctx.engine, version.payload_id, window.start, window.length)
+            body = read_window_now(
+                self.ctx.engine, version.payload_id, version.size, window.start, window.length
+            )
             if body is None:
                 return self.send_small(version, plan, headers)
             self.write_head(plan.status, headers, body)
@@ -298,7 +300,7 @@ class ObjectRead(HTTPMessageDelegate):
         response = HTTPHeaders()
         response["Server"] = "service"
         response["Date"] = http_date(now_ms() // 1000 * 1000)
-        response["X-Request-Id"] = self.request_id
+        response[HEADER_REQUEST_ID] = self.request_id
         origin = self.request.headers.get("Origin")
         for name, value in self.ctx.cors.headers(origin, public=self.router.any_origin):
             response[name] = value
@@ -308,18 +310,13 @@ class ObjectRead(HTTPMessageDelegate):
         return self.connection.write_headers(start, response, body)
 
     def send_error(self, error: ApiError) -> None:
-        """Answer with ``error`` in the contract's shape (no body for a HEAD)."""
-        if error.log_detail:
-            log.warning("request %s: %s", self.request_id, error.log_detail)
-        headers = [("Cache-Control", "no-store"), *response_headers(error).items()]
-        body = b""
-        if self.request.method != "HEAD":
-            body = json.dumps(error_body(error.code, error.message, self.request_id)).encode()
-            headers.append(("Content-Type", _JSON_TYPE))
-        headers.append(("Content-Length", str(len(body))))
+        """Answer with ``error`` in the contract's shape (``request_contract``)."""
+        answer = render_error(error, self.request_id, with_body=self.request.method != "HEAD")
+        body = answer.body
+        headers = [*answer.headers, ("Content-Length", str(len(body)))]
         self.bytes_out = len(body)
         try:
-            self.write_head(error.status, headers, body)
+            self.write_head(answer.status, headers, body)
             self.connection.finish()
         except StreamClosedError:
             pass

@@ -13,7 +13,6 @@ Thread-safety: event-loop thread only.
 
 from __future__ import annotations
 
-import json
 import time
 from http.client import responses
 from typing import Any
@@ -29,10 +28,11 @@ from tornado.httputil import (
 )
 from tornado.iostream import StreamClosedError
 
-from service.api_errors import error_body
+from service.api_errors import ApiError
 from service.context import AppContext
-from service.http.base import new_request_id, valid_request_id
+from service.http.request_contract import record_finished, render_error, request_id_for
 from service.timefmt import http_date, now_ms
+from service.wire import HEADER_REQUEST_ID
 
 API_PREFIX = "/api/v1/"
 PLAY_PREFIX = "/api/v1/videos/play/"
@@ -63,10 +63,7 @@ class Preflight(HTTPMessageDelegate):
         self.ctx = ctx
         self.request = request
         self.started_at = time.perf_counter()
-        incoming = request.headers.get("X-Request-Id")
-        self.request_id = (
-            incoming if incoming is not None and valid_request_id(incoming) else new_request_id()
-        )
+        self.request_id = request_id_for(request.headers.get(HEADER_REQUEST_ID))
 
     def headers_received(
         self, start_line: RequestStartLine | ResponseStartLine, headers: HTTPHeaders
@@ -84,17 +81,16 @@ class Preflight(HTTPMessageDelegate):
             origin, headers.get("Access-Control-Request-Headers"), public=public
         )
         if answer is None:
-            status = 403
             message = f"cross-origin requests from {origin[:100]!r} are not allowed"
-            body = json.dumps(error_body("AccessDenied", message, self.request_id)).encode()
-            answer = [("Content-Type", "application/json; charset=utf-8")]
+            refusal = render_error(ApiError("AccessDenied", message), self.request_id)
+            status, answer, body = refusal.status, refusal.headers, refusal.body
         self.send(status, answer, body)
 
     def send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
         response = HTTPHeaders()
         response["Server"] = "service"
         response["Date"] = http_date(now_ms())
-        response["X-Request-Id"] = self.request_id
+        response[HEADER_REQUEST_ID] = self.request_id
         response["Cache-Control"] = "no-store"
         for name, value in headers:
             response[name] = value
@@ -109,7 +105,10 @@ class Preflight(HTTPMessageDelegate):
             connection.finish()
         except StreamClosedError:
             pass
-        self.ctx.observe_request(
+        record_finished(
+            self.ctx.requests_in_flight,
+            self.ctx,
+            self,
             request_id=self.request_id,
             route=ROUTE,
             method="OPTIONS",

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -40,8 +39,10 @@ from tornado.http1connection import (
     HTTP1ServerConnection,
 )
 
-from service.api_errors import ApiError, error_body
+from service.api_errors import ApiError
+from service.http.request_contract import render_error
 from service.timefmt import http_date, now_ms
+from service.wire import HEADER_REQUEST_ID
 
 log = logging.getLogger("service.http")
 
@@ -87,16 +88,18 @@ def refusal_for(exc: httputil.HTTPInputError, method: str | None) -> ProtocolRef
 
 def refusal_bytes(error: ApiError, request_id: str) -> bytes:
     """The whole answer to a refused request: status line, headers, envelope."""
-    body = json.dumps(error_body(error.code, error.message, request_id)).encode()
-    reason = responses.get(error.status, "Error")
-    head = (
-        f"HTTP/1.1 {error.status} {reason}\r\n"
-        f"Server: service\r\nDate: {http_date(now_ms())}\r\n"
-        "Content-Type: application/json; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\nX-Request-Id: {request_id}\r\n"
-        "Cache-Control: no-store\r\nConnection: close\r\n\r\n"
-    )
-    return head.encode("latin-1") + body
+    answer = render_error(error, request_id)
+    reason = responses.get(answer.status, "Error")
+    lines = [
+        f"HTTP/1.1 {answer.status} {reason}",
+        "Server: service",
+        f"Date: {http_date(now_ms())}",
+        *(f"{name}: {value}" for name, value in answer.headers),
+        f"Content-Length: {len(answer.body)}",
+        f"X-Request-Id: {request_id}",
+        "Connection: close",
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + answer.body
 
 
 class ServiceConnection(HTTP1Connection):
@@ -127,7 +130,7 @@ class ServiceConnection(HTTP1Connection):
             self._method = httputil.parse_request_start_line(start_line).method
         except httputil.HTTPInputError as exc:
             raise refusal_for(exc, None) from None
-        incoming = headers.get("X-Request-Id")
+        incoming = headers.get(HEADER_REQUEST_ID)
         if incoming is not None and self._valid_request_id(incoming):
             self._incoming_id = incoming
         return start_line, headers

@@ -22,6 +22,7 @@ from service.http.conditions import (
 )
 from service.meta import ObjectVersion
 from service.timefmt import http_date
+from service.wire import HEADER_CHECKSUM_SHA256, HEADER_VERSION_ID, NULL_VERSION_ID
 
 NOTHING = ByteWindow(0, 0)
 
@@ -46,10 +47,10 @@ def object_headers(version: ObjectVersion) -> list[tuple[str, str]]:
     headers = [
         ("Content-Type", header_safe_content_type(version.content_type)),
         ("ETag", f'"{version.sha256}"'),
-        ("X-Checksum-Sha256", version.sha256),
+        (HEADER_CHECKSUM_SHA256, version.sha256),
         ("Last-Modified", http_date(version.updated_at)),
         ("Accept-Ranges", "bytes"),
-        ("X-Version-Id", version.version_id or "null"),
+        (HEADER_VERSION_ID, version.version_id or NULL_VERSION_ID),
     ]
     for name, value in version.custom_metadata.items():
         if header_safe_name(name) is not None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.http.bucket_handlers import MAX_LIST_LIMIT
-from service.multipart import MAX_PART_NUMBER
 from service.openapi.operations import (
     AUTHENTICATED,
     PRESIGNED,
@@ -26,6 +24,7 @@ from service.openapi.operations import (
 )
 from service.openapi.requests import OBJECT_KEY
 from service.openapi.schemas import SHA256_HEX
+from service.wire import MAX_LIST_LIMIT, MAX_PART_NUMBER
 
 API = "/api/v1"
 BUCKET = ref_param("bucket")

@@ -23,10 +23,10 @@ from service.header_fields import (
 from service.http.identity import MAX_KEY_NAME
 from service.media import video_params as video
 from service.media.images import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
-from service.multipart import MAX_PART_NUMBER
 from service.names import MAX_KEY_BYTES
 from service.numbers import MAX_DIGITS
 from service.openapi.schemas import nullable, ref
+from service.wire import MAX_PART_NUMBER
 
 BUCKET_NAME = {
     "type": "string",

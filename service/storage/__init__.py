@@ -8,13 +8,14 @@ service touches payload files.
 from service.storage.cache import PayloadCache
 from service.storage.integrity import INTEGRITY_CRASH_POINTS, PayloadIntegrity
 from service.storage.layout import is_valid_payload_id
-from service.storage.payloads import STORAGE_CRASH_POINTS, GcResult, PayloadStore
+from service.storage.payloads import STORAGE_CRASH_POINTS, DigestMismatch, GcResult, PayloadStore
 from service.storage.pipeline import StagingUpload, run_blocking
 from service.storage.staging import StagedPayload, StagingFile
 
 __all__ = [
     "INTEGRITY_CRASH_POINTS",
     "STORAGE_CRASH_POINTS",
+    "DigestMismatch",
     "GcResult",
     "PayloadCache",
     "PayloadIntegrity",

@@ -12,6 +12,10 @@ exceed ``max_bytes`` in total (``small_object_cache_bytes``; 0 disables the cach
 starts empty at every start, after the startup integrity checks have quarantined whatever
 failed them, and quarantined payloads are refused before any read anyway.
 
+The cache also holds the open descriptors of recently read payloads
+(``service.storage.descriptors``): a body too large to keep, or a range of one, is then read
+on the event loop when the page cache has it. Both are dropped by the same ``discard``.
+
 Thread-safety: none; the cache lives on the event-loop thread (the GET handler reads and
 fills it there, the engine evicts from its commit listener there). Bodies are read from disk
 on the executor as before; only the finished ``bytes`` are handed to the cache.
@@ -22,15 +26,24 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 
+from service.storage.descriptors import DEFAULT_MAX_OPEN, OpenPayloads
+
 DEFAULT_MAX_ENTRY_BYTES = 64 * 1024
 
 
 class PayloadCache:
     """Whole bodies of small payloads by payload id, LRU within a byte budget."""
 
-    def __init__(self, max_bytes: int, max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES) -> None:
+    def __init__(
+        self,
+        max_bytes: int,
+        max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+        max_open: int = DEFAULT_MAX_OPEN,
+    ) -> None:
         if max_bytes < 0 or max_entry_bytes < 0:
             raise ValueError("cache bounds must not be negative")
+        self.descriptors = OpenPayloads(max_open)
+        """Open descriptors of recently read payloads (``storage.descriptors``)."""
         self.max_bytes = max_bytes
         self.max_entry_bytes = min(max_entry_bytes, max_bytes)
         self._entries: OrderedDict[str, bytes] = OrderedDict()
@@ -72,7 +85,9 @@ class PayloadCache:
             self._bytes -= len(evicted)
 
     def discard(self, payload_ids: Iterable[str]) -> None:
-        """Forget the bodies of payloads that are being removed."""
+        """Forget the bodies and descriptors of payloads that are being removed."""
+        payload_ids = list(payload_ids)
+        self.descriptors.discard(payload_ids)
         if not self._entries:
             return
         for payload_id in payload_ids:
@@ -81,5 +96,6 @@ class PayloadCache:
                 self._bytes -= len(body)
 
     def clear(self) -> None:
+        self.descriptors.clear()
         self._entries.clear()
         self._bytes = 0

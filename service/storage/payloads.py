@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -29,6 +30,8 @@ from fsseam import crashpoints
 from fsseam.fs import FileSystem, ReadableFile
 from service.config import Durability
 from service.storage import layout
+from service.storage.assembly import Assembly
+from service.storage.dirsync import DirectorySync, GroupedIds
 from service.storage.layout import Layout
 from service.storage.staging import WRITEBACK_BYTES, StagedPayload, StagingFile
 
@@ -40,6 +43,8 @@ STORAGE_CRASH_POINTS = (
     "put.after_rename",
     "put.after_dir_fsync",
     "multipart.mid_join",
+    "multipart.assembly_appended",
+    "multipart.assembly_rewound",
     "gc.batch",
     "staging.sweep",
 )
@@ -54,6 +59,25 @@ windows per join."""
 VERIFY_BUFFER_BYTES = 1024 * 1024
 GC_BATCH = 256
 """Files unlinked between two directory fsyncs (and two ``gc.batch`` crash points)."""
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class DigestMismatch(ValueError):
+    """A body's SHA-256 is not the one its request declared; nothing was written."""
+
+    def __init__(self, actual: str) -> None:
+        super().__init__("the body's SHA-256 does not match the declared one")
+        self.actual = actual
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +126,18 @@ class PayloadStore:
         self._writeback_bytes = writeback_bytes
         self._dir_lock = threading.Lock()
         self._ready_dirs: set[str] = set()
+        self._ids = GroupedIds()
+        self.dir_sync = DirectorySync(fs.fsync_dir)
+        """Directory fsyncs of concurrent promotes, shared (``service.storage.dirsync``)."""
         fs.mkdir(self._layout.staging_dir)
         fs.mkdir(self._layout.payloads_dir)
+        fs.mkdir(self._layout.assembly_dir)
         if self._strict:
             # A payload renamed into payloads/ must not vanish with the directory itself.
             fs.fsync_dir(root)
+        self.run_id = f"{os.getpid()}-{secrets.token_hex(4)}"
+        """Names this store's assembly files: ``<pid>-<random>`` (``sweep_assemblies``)."""
+        self.sweep_assemblies()
 
     @property
     def layout(self) -> Layout:
@@ -115,6 +146,11 @@ class PayloadStore:
     @staticmethod
     def new_payload_id() -> str:
         return layout.new_payload_id()
+
+    def next_payload_id(self) -> str:
+        """A fresh payload id for a promote: ids handed out close together share their leaf
+        directory, so concurrent strict promotes share its fsync (``dirsync``)."""
+        return self._ids.next()
 
     # -- writing ----------------------------------------------------------------------
 
@@ -136,9 +172,98 @@ class PayloadStore:
         self._fs.rename(staged.path, target)
         crashpoints.hit("put.after_rename")
         if self._strict:
-            # The rename must survive a crash before the journal records the id.
-            self._fs.fsync_dir(directory)
+            # The rename must survive a crash before the journal records the id; one fsync
+            # started after it serves every promote into the directory meanwhile.
+            self.dir_sync.sync(directory)
         crashpoints.hit("put.after_dir_fsync")
+
+    def store_small(
+        self, data: bytes, payload_id: str, expected_sha256: str | None = None
+    ) -> StagedPayload:
+        """A whole small body as payload ``payload_id``: stage, hash, seal and promote it in
+        one call (one executor hop for a small PUT), through the same steps and crash points
+        as a streamed body. Returns what was stored (its ``path`` is the staging name it had).
+
+        Raises ``DigestMismatch`` (the staged body removed, nothing promoted) when the
+        body's SHA-256 is not ``expected_sha256``. On an ``OSError`` nothing is left behind
+        (staging file or payload) before the error propagates.
+        """
+        staging = self.create_staging()
+        try:
+            staging.write(data)
+            staged = staging.finish()
+        except OSError:
+            staging.discard()
+            raise
+        if expected_sha256 is not None and staged.sha256 != expected_sha256:
+            with contextlib.suppress(OSError):
+                self.discard_staged(staged)
+            raise DigestMismatch(staged.sha256)
+        try:
+            self.promote(staged, payload_id)
+        except OSError:
+            with contextlib.suppress(OSError):
+                self.discard_staged(staged)
+            with contextlib.suppress(OSError):
+                self.remove([payload_id])
+            raise
+        return staged
+
+    def create_assembly(self, upload_id: str) -> Assembly:
+        """A new, empty assembly for ``upload_id`` (``service.storage.assembly``)."""
+        path = self._layout.assembly_path(self.run_id, upload_id)
+        staging = StagingFile(
+            self._fs,
+            self._fs.create(path),
+            strict=self._strict,
+            crash_points=False,
+            writeback_bytes=self._writeback_bytes,
+        )
+        return Assembly(staging, self.append_payload)
+
+    def append_payload(self, staging: StagingFile, payload_id: str) -> int:
+        """Append a payload's bytes to ``staging``, hashed into it; return how many.
+
+        The bytes are hashed on a helper thread while the kernel copies the same span
+        (``StagingFile.append_pipelined``); memory stays at ``JOIN_WINDOWS`` windows.
+        """
+        path = self._layout.payload_path(payload_id)
+        pipeline = staging.hash_pipeline(
+            [memoryview(bytearray(JOIN_BUFFER_BYTES)) for _ in range(JOIN_WINDOWS)]
+        )
+        try:
+            source = self._fs.open_read(path)
+            try:
+                copier = self._fs.open_read(path)
+                try:
+                    return staging.append_pipelined(source, copier, pipeline)
+                finally:
+                    copier.close()
+            finally:
+                source.close()
+        finally:
+            pipeline.close()
+
+    def sweep_assemblies(self) -> int:
+        """Remove assembly files no live process keeps; return how many.
+
+        An assembly is kept in memory by the process run that made it (its name starts
+        ``<pid>-<random>``): a file of a process that is gone, or of an earlier run of this
+        process, is left from a crash or a restart. Blocking; runs at startup.
+        """
+        removed = 0
+        directory = self._layout.assembly_dir
+        for name in self._fs.listdir(directory):
+            owner = name.split(".", 1)[0]
+            pid_text, _, _ = owner.partition("-")
+            if owner == self.run_id:
+                continue
+            if pid_text.isdigit() and int(pid_text) != os.getpid() and _alive(int(pid_text)):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                self._fs.unlink(os.path.join(directory, name))
+                removed += 1
+        return removed
 
     def join(self, payload_ids: Sequence[str]) -> StagedPayload:
         """Concatenate payloads, in order, into a new sealed staging file.
@@ -148,27 +273,12 @@ class PayloadStore:
         are left untouched: the engine removes them after the completion is committed.
         On any error the new staging file is discarded before the error propagates.
         """
-        paths = [self._layout.payload_path(payload_id) for payload_id in payload_ids]
         staging = self._new_staging(crash_points=False)
         try:
-            pipeline = staging.hash_pipeline(
-                [memoryview(bytearray(JOIN_BUFFER_BYTES)) for _ in range(JOIN_WINDOWS)]
-            )
-            try:
-                for index, path in enumerate(paths):
-                    if index:
-                        crashpoints.hit("multipart.mid_join")
-                    source = self._fs.open_read(path)
-                    try:
-                        copier = self._fs.open_read(path)
-                        try:
-                            staging.append_pipelined(source, copier, pipeline)
-                        finally:
-                            copier.close()
-                    finally:
-                        source.close()
-            finally:
-                pipeline.close()
+            for index, payload_id in enumerate(payload_ids):
+                if index:
+                    crashpoints.hit("multipart.mid_join")
+                self.append_payload(staging, payload_id)
             return staging.finish()
         except Exception:
             staging.discard()
@@ -222,7 +332,10 @@ class PayloadStore:
         Harmless if it is gone already. No directory fsync: a removal lost in a crash
         leaves a staging file, which the sweep removes.
         """
-        if os.path.dirname(staged.path) != self._layout.staging_dir:
+        if os.path.dirname(staged.path) not in (
+            self._layout.staging_dir,
+            self._layout.assembly_dir,
+        ):
             raise ValueError(f"not a staging file of this store: {staged.path!r}")
         with contextlib.suppress(FileNotFoundError):
             self._fs.unlink(staged.path)
@@ -299,9 +412,10 @@ class PayloadStore:
     def _ensure_payload_dir(self, payload_id: str) -> str:
         """Create the payload's fan-out directories if needed; return the leaf directory.
 
-        In strict mode a directory this process creates is fsynced into its parent before
-        any payload is renamed into it, under the lock, so that no other thread can promote
-        into a directory whose own entry is not yet durable.
+        In strict mode a directory is fsynced into its parent before this process renames
+        any payload into it, under the lock, so that no other thread can promote into a
+        directory whose own entry is not yet durable. That includes a directory that exists
+        already: a promote whose parent fsync failed left it there, not durable.
         """
         leaf = self._layout.payload_dir(payload_id)
         if leaf in self._ready_dirs:
@@ -312,9 +426,9 @@ class PayloadStore:
                     continue
                 if not self._fs.exists(directory):
                     self._fs.mkdir(directory)
-                    if self._strict:
-                        # The new directory's entry must survive, or so would not its payloads.
-                        self._fs.fsync_dir(os.path.dirname(directory))
+                if self._strict:
+                    # The directory's entry must survive, or so would not its payloads.
+                    self._fs.fsync_dir(os.path.dirname(directory))
                 self._ready_dirs.add(directory)
         return leaf
 

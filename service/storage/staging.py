@@ -282,6 +282,25 @@ class StagingFile:
             pipeline.hash(window, count)
             copied += count
 
+    def checkpoint(self) -> tuple[int, hashlib._Hash]:
+        """Bytes written so far and a copy of the SHA-256 state after them (for ``rewind``).
+
+        Call it only when no hash pipeline or batch is in flight."""
+        return self._size, self._hash.copy()
+
+    def rewind(self, size: int, digest: hashlib._Hash) -> None:
+        """Cut the file back to its first ``size`` bytes, whose SHA-256 state is ``digest``
+        (from ``checkpoint``); later writes continue from there."""
+        file = self._open_file()
+        try:
+            file.truncate(size)
+        except OSError:
+            self.discard()
+            raise
+        self._size = size
+        self._hash = digest.copy()
+        self._unflushed = 0
+
     def finish(self) -> StagedPayload:
         """Seal the file (fsync in strict mode) and describe it; no more writes after this."""
         file = self._open_file()

@@ -113,6 +113,14 @@ async def base_setup(machine: SimMachine, context: dict[str, Any]) -> None:
     await must(machine.put("plain", "late", b"after the snapshot"))
 
 
+async def restarted_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+    """The base, then a clean restart: the upload's parts are stored, its assembly (kept
+    by the process that stopped) is gone, so completing it joins the parts."""
+    await base_setup(machine, context)
+    await machine.shutdown()
+    await machine.boot()
+
+
 async def doomed_setup(machine: SimMachine, context: dict[str, Any]) -> None:
     await base_setup(machine, context)
     await must(machine.create_bucket("doomed"))
@@ -219,6 +227,7 @@ KINDS: dict[str, Kind] = {
         Kind("upload_start", base_setup, upload_start),
         Kind("upload_part", base_setup, upload_part),
         Kind("upload_complete", base_setup, upload_complete),
+        Kind("upload_complete_joined", restarted_setup, upload_complete),
         Kind("upload_abort", base_setup, upload_abort),
         Kind("snapshot", base_setup, snapshot),
         Kind("gc", orphan_setup, collect_garbage),

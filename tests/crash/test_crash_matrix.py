@@ -51,8 +51,22 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
         }
     ),
     "overwrite": frozenset({"engine.before_release"}),
-    "upload_part": frozenset({"multipart.part_promoted", "engine.before_release"}),
+    "upload_part": frozenset(
+        {
+            "multipart.part_promoted",
+            "engine.before_release",
+            "multipart.assembly_rewound",
+            "multipart.assembly_appended",
+        }
+    ),
     "upload_complete": frozenset(
+        {
+            "multipart.joined_promoted",
+            "multipart.after_complete_record",
+            "multipart.before_parts_removed",
+        }
+    ),
+    "upload_complete_joined": frozenset(
         {
             "multipart.mid_join",
             "multipart.joined_promoted",

@@ -85,7 +85,7 @@ def test_upload_cap_answers_503_with_retry_after(server_factory: ServerFactory) 
     with proc.client() as api:
         api.post("/buckets", json={"name": "cap"})
         with socket.create_connection(("127.0.0.1", proc.port)) as sock:
-            sock.sendall(raw_put_headers(proc, "/buckets/cap/objects/first", 1000))
+            sock.sendall(raw_put_headers(proc, "/buckets/cap/objects/first", 1_000_000))
             sock.sendall(b"x" * 10)
             wait_until(lambda: len(staging_files(proc)) == 1)
             refused = api.put("/buckets/cap/objects/second", content=b"hello")

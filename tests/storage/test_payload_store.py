@@ -276,7 +276,8 @@ def test_concurrent_puts_never_promote_into_a_directory_not_yet_durable(
         )
         assert events.index(("fsync_dir", first)) < first_rename
         assert events.index(("mkdir", leaf)) < first_rename
-    assert [kind for kind, _ in events].count("mkdir") == 2 + 3 + 4  # roots, first levels, leaves
+    # roots (staging, payloads, assembly), first levels, leaves
+    assert [kind for kind, _ in events].count("mkdir") == 3 + 3 + 4
 
 
 def test_discard_staged_removes_a_sealed_body_and_tolerates_its_absence(tmp_path: str) -> None:
