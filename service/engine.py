@@ -89,6 +89,7 @@ class Engine:
         ``SimFileSystem`` and its manual clock, which the payload store's grace periods and
         staging TTL must read so that a test can age files."""
         self.config = config
+        self._clock = clock
         self.fs: FileSystem = fs or RealFileSystem()
         # Created durably before anything goes into it: a power loss must not take the
         # data directory's own entry, and with it every synced file inside.
@@ -146,6 +147,8 @@ class Engine:
         self._release_queue: list[str] = []
         self._release_task: asyncio.Task[None] | None = None
         self._removals: set[asyncio.Future[int]] = set()
+        self.start_sweep: asyncio.Task[None] | None = None
+        """The pass that removes the orphans a crash left, started after the start."""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -161,27 +164,27 @@ class Engine:
         crashpoints.hit("engine.after_replay")
         self.quarantined = await self.run_blocking(self.integrity.quarantined_ids)
         await self.run_blocking(self.integrity.finish_quarantine, self.quarantined)
-        referenced = self.state.referenced_payloads()
         if recent is not None:
-            bad = await self.run_blocking(self._verify_recent, recent, referenced)
+            recent = {p: facts for p, facts in recent.items() if self.state.holds_payload(p)}
+            bad = await self.run_blocking(self._verify_recent, recent)
             self.quarantined |= bad
         removed_staging = await self.run_blocking(self.store.sweep_staging, self.config.staging_ttl)
-        gc = await self.run_blocking(self.store.collect_garbage, referenced.__contains__, 0.0)
         self._observe_gc("staging", removed_staging)
-        self._observe_gc("payload", gc.removed)
-        await self._release_quarantine(referenced)
+        await self._release_quarantine()
         if not self._strict:
             await self.run_blocking(self.integrity.mark_unsynced)
         elif recent is not None:
             await self.run_blocking(self.integrity.clear_unsynced_mark)
         log.info(
-            "replayed journal to sequence %d in %.3f s; removed %d stale staging files "
-            "and %d orphan payloads",
+            "replayed journal to sequence %d in %.3f s; removed %d stale staging files",
             journal.stats().last_sequence,
             self.replay_seconds,
             removed_staging,
-            gc.removed,
         )
+        # Orphans a crash left: a walk of every payload file, so after the start (it
+        # would scale with the data), collecting only files older than this start.
+        self.start_sweep = asyncio.create_task(self._sweep_after_start(self._clock()))
+        self._background.append(self.start_sweep)
         self.add_background_job(self.config.gc_interval, self.collect_garbage)
         self.add_background_job(self.config.snapshot_interval, self.maybe_snapshot)
         self.add_background_job(FLUSH_SECONDS, lambda: self.events.flush(self.run_blocking))
@@ -254,23 +257,34 @@ class Engine:
             index.commit(journal.stats().last_sequence, event_crc(last), rest_of(state))
         return recent
 
-    def _verify_recent(self, recent: PayloadRefs, referenced: set[str]) -> set[str]:
-        """Quarantine the referenced payloads in ``recent`` whose bytes are not what their
+    def _verify_recent(self, recent: PayloadRefs) -> set[str]:
+        """Quarantine the (referenced) payloads in ``recent`` whose bytes are not what their
         record says; fsync the good ones (the next snapshot will cover them). Blocking."""
         bad: set[str] = set()
         for payload_id, (size, sha256) in recent.items():
-            if payload_id not in referenced or payload_id in self.quarantined:
+            if payload_id in self.quarantined:
                 continue
             if not self.store.verify(payload_id, size, sha256):
                 log.error("payload %s failed verification; quarantined", payload_id)
                 self.integrity.quarantine(payload_id)
                 bad.add(payload_id)
-        self.integrity.sync_payloads(p for p in recent if p in referenced and p not in bad)
+        self.integrity.sync_payloads(p for p in recent if p not in bad)
         return bad
 
-    async def _release_quarantine(self, referenced: set[str]) -> None:
+    async def _sweep_after_start(self, started: float) -> None:
+        """Remove the payload files no record references that are older than the start
+        (nothing was in flight then; a newer file may be a PUT's between promote and
+        commit)."""
+        try:
+            # A file newer than the start is kept (``now - mtime < grace``); with no time
+            # gone by (a simulated clock), a grace of 0 collects every unreferenced file.
+            await self._collect_payloads(self._clock() - started)
+        except (JournalError, OSError) as exc:
+            log.error("the sweep of orphan payloads after the start failed: %s", exc)
+
+    async def _release_quarantine(self) -> None:
         """Forget quarantined payloads nothing references any more."""
-        unreferenced = [p for p in self.quarantined if p not in referenced]
+        unreferenced = [p for p in self.quarantined if not self.state.holds_payload(p)]
         if unreferenced:
             await self.run_blocking(self.integrity.release_quarantined, unreferenced)
             self.quarantined.difference_update(unreferenced)
@@ -498,24 +512,33 @@ class Engine:
         Not while read-only: the in-memory state then lags the log (a failed record may
         survive the restart and name a file this pass would delete).
         """
+        if self.journal is None or self.read_only_reason is not None:
+            return
+        await self._collect_payloads(self.config.gc_grace)
+        removed = await self.run_blocking(self.store.sweep_staging, self.config.staging_ttl)
+        self._observe_gc("staging", removed)
+
+    async def _collect_payloads(self, grace: float) -> None:
+        """One pass over the payload files: remove those no record holds, older than
+        ``grace`` seconds. The holder is taken first (what is held now), then the journal
+        is synced, so every record that dropped a reference is durable before the file
+        goes; a payload committed meanwhile is younger than the grace."""
         journal = self.journal
         if journal is None or self.read_only_reason is not None:
             return
-        referenced = self.state.referenced_payloads()
-        if not self._strict:
-            try:
-                # Records that dropped a reference must be durable before the file goes.
-                await journal.sync()
-            except JournalFailedError as exc:
-                self._enter_read_only(f"journal sync failed: {exc}")
-                raise
-        gc = await self.run_blocking(
-            self.store.collect_garbage, referenced.__contains__, self.config.gc_grace
-        )
+        holder = self.state.payload_holder()
+        try:
+            if not self._strict:
+                try:
+                    await journal.sync()
+                except JournalFailedError as exc:
+                    self._enter_read_only(f"journal sync failed: {exc}")
+                    raise
+            gc = await self.run_blocking(self.store.collect_garbage, holder, grace)
+        finally:
+            holder.close()
         self._observe_gc("payload", gc.removed)
-        await self._release_quarantine(referenced)
-        removed = await self.run_blocking(self.store.sweep_staging, self.config.staging_ttl)
-        self._observe_gc("staging", removed)
+        await self._release_quarantine()
 
     def _observe_gc(self, kind: Literal["payload", "staging"], removed: int) -> None:
         if self.gc_observer is not None:

@@ -34,7 +34,7 @@ import lmdb
 from fsseam.fs import FileSystem, make_dirs_durably
 from journal import Journal
 from journal.framing import encode_event
-from service.index.lmdb_index import LmdbObjectIndex
+from service.index.lmdb_index import FORMAT, LmdbObjectIndex
 from service.meta import MetaState, encode_snapshot
 from service.meta.snapshot import SnapshotFormatError, decode_image
 
@@ -130,6 +130,8 @@ def load_state(
     rest = index.rest()
     if reason is None and rest is None and last > 0:
         reason = "the index holds no state"
+    elif reason is None and rest is not None and index.format() != FORMAT:
+        reason = "the index was written in an older layout"
     elif reason is None and applied > last:
         reason = f"the index (at {applied}) is ahead of the journal (at {last})"
     elif reason is None and applied < base:
