@@ -31,9 +31,9 @@ import logging
 import os
 import signal
 import time
-import zlib
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
 from fsseam import crashpoints
@@ -45,6 +45,7 @@ from journal import (
     JournalFailedError,
     JournalOptions,
     Record,
+    SnapshotDamagedError,
 )
 from service.config import Config
 from service.engine_errors import (
@@ -65,7 +66,7 @@ from service.index.opening import (
     rest_of,
 )
 from service.key_usage import KeyUsage
-from service.meta import MetaState, Outcome, decode_snapshot, encode_snapshot, events, freeze
+from service.meta import MetaState, Outcome, decode_snapshot, events, freeze, iter_snapshot
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 
 log = logging.getLogger("service.engine")
@@ -201,6 +202,8 @@ class Engine:
         options = JournalOptions(
             durability=self.config.durability,
             segment_bytes=self.config.journal_segment_bytes,
+            # With the index, the snapshot is read only to rebuild it: its crc is checked then.
+            verify_snapshot=not self._use_index,
         )
         unclean = self.integrity.unsynced_marked()
         journal = Journal.open(self.config.journal_dir, options, self.fs)
@@ -210,14 +213,21 @@ class Engine:
             return journal, state, self._replay(journal, state, 0, None, unclean)
         index, reason = open_index(self.fs, self.config.data_dir)
         self.index = index
-        state, applied, check = load_state(index, reason, journal)
         try:
+            state, applied, check = load_state(index, reason, journal)
             return journal, state, self._replay(journal, state, applied, check, unclean)
-        except IndexMismatchError as exc:
+        except (IndexMismatchError, SnapshotDamagedError) as exc:
             log.warning("rebuilding the index from the journal: %s", exc)
+        try:
             state = rebuild(index, journal)
-            base = journal.snapshot.sequence if journal.snapshot else 0
-            return journal, state, self._replay(journal, state, base, None, unclean)
+        except SnapshotDamagedError as exc:
+            log.warning("%s; opening the journal again, checking every snapshot", exc)
+            journal.close_unused()
+            options = replace(options, verify_snapshot=True)
+            journal = Journal.open(self.config.journal_dir, options, self.fs)
+            state = rebuild(index, journal)
+        base = journal.snapshot.sequence if journal.snapshot else 0
+        return journal, state, self._replay(journal, state, base, None, unclean)
 
     def _replay(
         self, journal: Journal, state: MetaState, applied: int, check: int | None, unclean: bool
@@ -486,14 +496,14 @@ class Engine:
             try:
                 if unsynced:
                     await self.run_blocking(self.integrity.sync_payloads, unsynced)
-                data = await self.run_blocking(encode_snapshot, frozen, stored)
                 # The events up to ``sequence`` must be on disk before the records that
                 # would derive them again may go (``service.events_feed``).
                 await self.events.flush(self.run_blocking, sync=True)
-                await journal.write_snapshot(sequence, data)
+                # Encoded as the journal writes it, chunk by chunk, on its thread.
+                crc = await journal.write_snapshot(sequence, iter_snapshot(frozen, stored))
                 if index is not None and self.index is index:
                     # So that a start resuming at this snapshot knows it is this index's.
-                    index.record_snapshot(sequence, await self.run_blocking(zlib.crc32, data))
+                    index.record_snapshot(sequence, crc)
             except BaseException as exc:
                 self._unsynced_payloads |= unsynced
                 if isinstance(exc, JournalFailedError):

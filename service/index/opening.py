@@ -140,7 +140,7 @@ def load_state(
         reason is None
         and applied == base
         and journal.snapshot is not None
-        and index.snapshot_mark() != (base, zlib.crc32(journal.snapshot.data))
+        and index.snapshot_mark() != (base, journal.snapshot.crc)
     ):
         reason = "the index was not built from this journal (its snapshot differs)"
     if reason is None and rest is not None:
@@ -165,5 +165,5 @@ def rebuild(index: LmdbObjectIndex, journal: Journal) -> MetaState:
     state = MetaState.restore(image, index)
     index.commit(snapshot.sequence if snapshot is not None else 0, 0, rest_of(state))
     if snapshot is not None:
-        index.record_snapshot(snapshot.sequence, zlib.crc32(snapshot.data))
+        index.record_snapshot(snapshot.sequence, snapshot.crc)
     return state
