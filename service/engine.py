@@ -15,9 +15,11 @@ release): the failed record may survive and name its payload.
 
 Balanced durability adds two rules (``docs/durability.md``): a payload file is unlinked only
 once the record that released it is durable (releases and the GC sync the journal first),
-and the payloads a snapshot covers are fsynced before it is written. After an unclean
-start the payloads named by records after the snapshot are verified and bad ones are
-quarantined (``service.storage.integrity``); ``quarantined`` lists them for the readers.
+and the payloads a snapshot covers are fsynced before it is written; every
+``CHECKPOINT_SECONDS`` a checkpoint fsyncs those named since the last one and records the
+sequence they reach. After an unclean start the payloads named by records after that
+checkpoint (and the snapshot) are verified and bad ones are quarantined
+(``service.storage.integrity``); ``quarantined`` lists them for the readers.
 
 Thread-safety: all methods run on the event-loop thread; blocking work goes to
 ``self.executor``.
@@ -144,7 +146,8 @@ class Engine:
         """Multipart sessions whose join is running (parts and aborts wait for it)."""
         self._strict = config.durability == "strict"
         self._unsynced_payloads: set[str] = set()
-        """Balanced: payloads named by records since the last snapshot (fsynced before it)."""
+        """Balanced: payloads named by records since the last checkpoint or snapshot (fsynced
+        by the next one)."""
         self._release_queue: list[str] = []
         self._release_task: asyncio.Task[None] | None = None
         self._removals: set[asyncio.Future[int]] = set()
@@ -173,7 +176,10 @@ class Engine:
         self._observe_gc("staging", removed_staging)
         await self._release_quarantine()
         if not self._strict:
-            await self.run_blocking(self.integrity.mark_unsynced)
+            # Everything named so far is on disk: verified and synced just now, or covered
+            # by the last checkpoint, the snapshot or a clean stop.
+            await self.run_blocking(self.integrity.mark_unsynced, journal.stats().last_sequence)
+            self.add_background_job(CHECKPOINT_SECONDS, self.checkpoint)
         elif recent is not None:
             await self.run_blocking(self.integrity.clear_unsynced_mark)
         log.info(
@@ -205,7 +211,9 @@ class Engine:
             # With the index, the snapshot is read only to rebuild it: its crc is checked then.
             verify_snapshot=not self._use_index,
         )
-        unclean = self.integrity.unsynced_marked()
+        # None: the last run stopped cleanly; else the records after this sequence may name
+        # payloads that never reached the disk (the last checkpoint: see ``checkpoint``).
+        unclean = self.integrity.unsynced_checkpoint()
         journal = Journal.open(self.config.journal_dir, options, self.fs)
         self.events.open(journal.snapshot.sequence if journal.snapshot else 0)
         if not self._use_index:
@@ -230,16 +238,24 @@ class Engine:
         return journal, state, self._replay(journal, state, base, None, unclean)
 
     def _replay(
-        self, journal: Journal, state: MetaState, applied: int, check: int | None, unclean: bool
+        self,
+        journal: Journal,
+        state: MetaState,
+        applied: int,
+        check: int | None,
+        unclean: int | None,
     ) -> PayloadRefs | None:
         """Apply the records after ``applied`` (the one at ``applied`` must have CRC-32
-        ``check``, if given), one index transaction per ``REPLAY_BATCH`` records. Blocking."""
+        ``check``, if given), one index transaction per ``REPLAY_BATCH`` records; after an
+        unclean stop, collect the payloads named after the ``unclean`` checkpoint.
+        Blocking."""
         index = self.index
-        recent: PayloadRefs | None = {} if unclean else None
+        recent: PayloadRefs | None = {} if unclean is not None else None
+        verify_after = unclean or 0
         last: dict[str, Any] | None = None
         for record in journal.replay():
             event = record.event
-            if recent is not None and "payload_id" in event:
+            if recent is not None and "payload_id" in event and record.sequence > verify_after:
                 recent[event["payload_id"]] = (event["size"], event["sha256"])
             if record.sequence <= applied:
                 if record.sequence == applied and check is not None and event_crc(event) != check:
@@ -516,6 +532,23 @@ class Engine:
             if self.snapshot_observer is not None:
                 self.snapshot_observer(time.perf_counter() - started)
 
+    async def checkpoint(self) -> None:
+        """Balanced: fsync the payloads named since the last checkpoint, then record in the
+        marker the sequence they reach, so that a start after a power loss verifies only the
+        payloads named after it (seconds of writes, not everything since the snapshot)."""
+        journal = self.journal
+        if self._strict or journal is None or journal.failed or not self._unsynced_payloads:
+            return
+        async with self._snapshot_lock:  # a snapshot syncs the same set
+            sequence = journal.stats().last_sequence
+            unsynced, self._unsynced_payloads = self._unsynced_payloads, set()
+            try:
+                await self.run_blocking(self.integrity.sync_payloads, unsynced)
+                await self.run_blocking(self.integrity.mark_unsynced, sequence)
+            except BaseException:
+                self._unsynced_payloads |= unsynced
+                raise
+
     async def collect_garbage(self) -> None:
         """Delete payload files no record references, older than the grace period.
 
@@ -555,6 +588,8 @@ class Engine:
             self.gc_observer(kind, removed)
 
 
+CHECKPOINT_SECONDS = 5.0
+"""Balanced: how often the payloads written since the last checkpoint are fsynced."""
 REPLAY_BATCH = 10_000
 """Records replayed per index transaction at startup."""
 _OBJECT_EVENTS = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED})
