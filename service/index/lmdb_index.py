@@ -46,6 +46,7 @@ from typing import Any
 import lmdb
 import msgpack
 
+from service.index.protocol import IndexUnreadableError
 from service.meta import listing
 from service.meta.model import ObjectPage, ObjectVersion, Usage, VersionPage
 from service.meta.object_index import BucketImage, Versions, visible
@@ -231,21 +232,24 @@ class LmdbObjectIndex:
     def __init__(self, path: str, *, sync: bool = False, readonly: bool = False) -> None:
         """``readonly``: a reader beside the writing process (several may open it at once;
         LMDB's lock file coordinates them); it never begins a batch."""
-        self.env = lmdb.open(
-            path,
-            map_size=MAP_BYTES,
-            max_dbs=8,
-            sync=sync,
-            metasync=sync,
-            readahead=False,
-            readonly=readonly,
-        )
-        create = not readonly
-        self._versions = self.env.open_db(b"versions", create=create)
-        self._visible = self.env.open_db(b"visible", create=create)
-        self._usage = self.env.open_db(b"usage", create=create)
-        self._refs = self.env.open_db(b"refs", create=create)
-        self._meta = self.env.open_db(b"meta", create=create)
+        try:
+            self.env = lmdb.open(
+                path,
+                map_size=MAP_BYTES,
+                max_dbs=8,
+                sync=sync,
+                metasync=sync,
+                readahead=False,
+                readonly=readonly,
+            )
+            create = not readonly
+            self._versions = self.env.open_db(b"versions", create=create)
+            self._visible = self.env.open_db(b"visible", create=create)
+            self._usage = self.env.open_db(b"usage", create=create)
+            self._refs = self.env.open_db(b"refs", create=create)
+            self._meta = self.env.open_db(b"meta", create=create)
+        except lmdb.Error as exc:
+            raise IndexUnreadableError(str(exc)) from exc
         self._batch: Any = None
         self._cache: dict[tuple[str, str], Versions] = {}
 
