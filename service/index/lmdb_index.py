@@ -192,6 +192,17 @@ class _BucketView:
         return _unpack(self._bucket, key, data)
 
 
+class _LatestView(_BucketView):
+    """The versions of one bucket as ``listing.list_objects`` reads them: only the latest
+    of each key is built (a listing shows no other)."""
+
+    def __getitem__(self, key: str) -> Versions:
+        data = _lookup(self._txn, self._db, self._prefix + key.encode())
+        if data is None:
+            raise KeyError(key)
+        return (ObjectVersion(self._bucket, key, *msgpack.unpackb(data, use_list=False)[-1]),)
+
+
 class StoredRows:
     """A read transaction over the versions: each bucket's keys with their versions as
     stored (msgpack arrays of snapshot rows), for ``encode_snapshot`` to copy as they are.
@@ -424,7 +435,7 @@ class LmdbObjectIndex:
         try:
             return listing.list_objects(
                 _BucketView(txn, self._visible, bucket),
-                _BucketView(txn, self._versions, bucket),
+                _LatestView(txn, self._versions, bucket),
                 prefix,
                 delimiter,
                 limit,
