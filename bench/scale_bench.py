@@ -1,21 +1,24 @@
 """Scale benchmark: one bucket of N objects, this code beside the in-memory design (issue 12).
 
 ``run()`` populates N objects quickly, in process, through the engine's own commit path
-(ObjectStored events committed 256 at a time, so group commit batches them; the payload
-ids name no file: HEAD and listings read metadata only). Then, over HTTP, for this tree
-(object versions in the LMDB index) and for the in-memory design (the tree at
-``ANCHOR_COMMIT``, extracted with ``git archive``; it reads the same journal and ignores the
-index), on the same data dir, one after the other:
+(ObjectStored events committed 2,048 at a time in balanced mode, so group commit batches
+them and no fsync is paid per batch; the payload ids name no file and no payload is
+written: HEAD and listings read metadata only, and the disk holds only metadata). Then,
+over HTTP, for this tree (object versions in the LMDB index) and for the in-memory design
+(the tree at ``ANCHOR_COMMIT``, extracted with ``git archive``; it reads the same journal
+and ignores the index), on the same data dir, one after the other:
 
 - start -> healthy after a clean stop, and after a SIGKILL;
 - RSS and anonymous RSS after start (``/proc/<pid>/status`` VmRSS, RssAnon);
-- a 1,000-key listing page at the start, middle and end of the bucket (median of 5);
+- a 1,000-key listing page at the start, middle and end of the bucket (median of 5; the
+  page after a key is asked with the contract's cursor);
 - 4 KiB GET requests/s of one real object (16 connections; the version lookup is the part
   that differs, and small GETs are where its cost would show);
 - and the index's bytes on disk per object.
 
-N: 1,000,000 in the full profile (10 M takes about an hour to populate on this machine),
-100,000 in ``--quick``, 2,000 in the smoke test. Targets (issue 12): start <= 2 s and
+N: 1,000,000 in the full profile (10 M would take 25-45 minutes to populate on this shared
+machine, at 4,000-7,000 objects/s, and the in-memory anchor about 13 GB of RAM), 100,000 in
+``--quick``, 2,000 in the smoke test. Targets (issue 12): start <= 2 s and
 anonymous RSS <= 100 MiB at 10 M, index <= 300 bytes/object, listing page <= 20 ms.
 
 Thread-safety: a script.
