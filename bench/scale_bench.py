@@ -14,7 +14,9 @@ and ignores the index), on the same data dir, one after the other:
   page after a key is asked with the contract's cursor);
 - 4 KiB GET requests/s of one real object (16 connections; the version lookup is the part
   that differs, and small GETs are where its cost would show);
-- and the index's bytes on disk per object.
+- and the index's bytes on disk per object;
+- beside them, this tree's start and memory on an empty data dir (the floor: a process
+  that imports, binds and opens an empty journal and index).
 
 N: 1,000,000 in the full profile (10 M would take 25-45 minutes to populate on this shared
 machine, at 4,000-7,000 objects/s, and the in-memory anchor about 13 GB of RAM), 100,000 in
@@ -182,6 +184,18 @@ def measure(root: Path, data_dir: Path, count: int, seconds: float) -> dict[str,
     return figures
 
 
+def empty_data_dir(data_dir: Path) -> dict[str, float]:
+    """The floor: this tree's start and memory on an empty data dir (admin bootstrapped)."""
+    server = TreeServer(data_dir)
+    _timed_start(server)  # the first start bootstraps the admin user
+    server.stop()
+    figures = {"start after clean stop, s": _timed_start(server)}
+    assert server.process is not None
+    figures["RSS, MiB"], figures["anonymous RSS, MiB"] = _memory(server.process.pid)
+    server.stop()
+    return figures
+
+
 def run(profile: Profile) -> list[Row]:
     count = SIZES.get(profile.name, SIZES["quick"])
     with scratch_dir("scale-") as scratch:
@@ -193,6 +207,7 @@ def run(profile: Profile) -> list[Row]:
             capture_output=True,
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(anchor)], input=archive, check=True)
+        empty = empty_data_dir(Path(scratch) / "empty")
         data_dir = Path(scratch) / "data"
         populate_started = time.perf_counter()
         asyncio.run(_populate(str(data_dir), count))
@@ -206,12 +221,14 @@ def run(profile: Profile) -> list[Row]:
             "measurement": f"populate {count:,} objects (in process)",
             "index": populate_seconds,
             "in-memory": None,
+            "empty data dir": None,
             "unit": "s",
         },
         {
             "measurement": "index bytes per object",
             "index": index_bytes / count,
             "in-memory": None,
+            "empty data dir": None,
             "unit": "bytes",
         },
     ]
@@ -222,6 +239,7 @@ def run(profile: Profile) -> list[Row]:
                 "measurement": f"{label}, {count:,} objects",
                 "index": value,
                 "in-memory": theirs[name],
+                "empty data dir": empty.get(name),
                 "unit": unit,
             }
         )
