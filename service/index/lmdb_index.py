@@ -13,10 +13,11 @@ Layout (one LMDB environment, named databases):
 - ``meta``: ``applied`` -> the journal sequence of the last event applied and a CRC-32 of
   that event (the "consistent index", written in the same transaction as the event's
   effects; the CRC tells this journal's record from another's), ``snapshot`` -> the
-  sequence and CRC-32 of the last journal snapshot written while the index was current
-  (a start that resumes at a snapshot checks it), and ``rest`` -> the rest
-  of the state at that sequence (buckets, uploads, accounts, video jobs: small), as a
-  snapshot without objects, rewritten only by batches that changed it.
+  sequence and crc32c (its file's own checksum) of the last journal snapshot written while
+  the index was current (a start that resumes at a snapshot checks it), ``rest`` -> the
+  rest of the state at that sequence (buckets, uploads, accounts, video jobs: small), as a
+  snapshot without objects, rewritten only by batches that changed it, and ``format`` ->
+  the layout (``FORMAT``; an index without it, or with another, is rebuilt).
 
 Bucket names never hold NUL, so ``bucket NUL`` is an exact prefix, and keys order by their
 UTF-8 bytes, which is the order of their code points: the order ``service.meta.listing``
@@ -400,13 +401,6 @@ class LmdbObjectIndex:
         txn = self._write()
         self._put(txn, bucket, key, before, after)
         self._done(txn)
-
-    def iter_versions(self) -> Iterator[ObjectVersion]:
-        """Every version of every bucket, from one read transaction."""
-        with self.env.begin() as txn:
-            for full, data in _entries(txn, self._versions, b"", b""):
-                bucket_raw, _, key_raw = full.partition(b"\0")
-                yield from _unpack(bucket_raw.decode(), key_raw.decode(), data)
 
     def reader(self) -> StoredRows:
         """The committed versions as of now, for a snapshot encoded on another thread."""
