@@ -7,13 +7,17 @@ Layout (one LMDB environment, named databases):
   updated_at, is_delete_marker]``;
 - ``visible``: ``bucket NUL key`` -> empty, for the keys whose latest version is not a
   delete marker (listings never step over deleted keys);
+- ``usage``: bucket name -> its usage (object count, bytes), for every bucket;
+- ``refs``: payload id -> how many records hold it (an empty value for one, the usual
+  case; absent for none): the GC asks it whether a payload file is referenced;
 - ``meta``: ``applied`` -> the journal sequence of the last event applied and a CRC-32 of
   that event (the "consistent index", written in the same transaction as the event's
   effects; the CRC tells this journal's record from another's), ``snapshot`` -> the
-  sequence and CRC-32 of the last journal snapshot written while the index was current
-  (a start that resumes at a snapshot checks it), and ``rest`` -> the rest
-  of the state at that sequence (buckets, uploads, accounts, video jobs: small), as a
-  snapshot without objects, rewritten only by batches that changed it.
+  sequence and crc32c (its file's own checksum) of the last journal snapshot written while
+  the index was current (a start that resumes at a snapshot checks it), ``rest`` -> the
+  rest of the state at that sequence (buckets, uploads, accounts, video jobs: small), as a
+  snapshot without objects, rewritten only by batches that changed it, and ``format`` ->
+  the layout (``FORMAT``; an index without it, or with another, is rebuilt).
 
 Bucket names never hold NUL, so ``bucket NUL`` is an exact prefix, and keys order by their
 UTF-8 bytes, which is the order of their code points: the order ``service.meta.listing``
@@ -22,6 +26,11 @@ asks of a container (``irange`` from a bound, ``[key]``) over an LMDB cursor.
 
 Writes go into the batch's write transaction (``begin``/``commit``, one per journal batch)
 or, outside a batch, into a transaction of their own. Reads inside a batch see its writes.
+
+Usage and references are written by ``apply`` in the same transaction as the versions, so
+a start reads them as they are (never recounts), and a process that only reads (issue 13's
+serving processes: ``LmdbObjectIndex(path, readonly=True)``) finds everything it needs in
+the environment: versions, listings, ``usage``/``usages``, ``applied`` and ``rest``.
 
 Thread-safety: one writer at a time (the start's replay on a worker thread, then the
 event-loop thread), each write transaction begun and committed on one thread; reads from
@@ -38,17 +47,22 @@ from typing import Any
 import lmdb
 import msgpack
 
+from service.index.protocol import IndexUnreadableError
 from service.meta import listing
-from service.meta.model import ObjectPage, ObjectVersion, VersionPage
+from service.meta.model import ObjectPage, ObjectVersion, Usage, VersionPage
 from service.meta.object_index import BucketImage, Versions, visible
 
 CACHE_ENTRIES = 8192
 """Decoded versions of recently read keys kept (a hot GET skips LMDB and msgpack)."""
 MAP_BYTES = 1 << 40
 """Address space reserved for the map (sparse on disk: only pages in use take space)."""
+FORMAT = b"2"
+"""What the index's layout is: 2 keeps usage and references (an index without it is rebuilt)."""
+_FORMAT = b"format"
 _APPLIED = b"applied"
 _REST = b"rest"
 _SNAPSHOT = b"snapshot"
+_USAGE = struct.Struct(">QQ")
 _MARK = struct.Struct(">QI")
 """A sequence and a CRC-32: which journal record (or snapshot) the index was built from."""
 
@@ -125,6 +139,13 @@ def _store(txn: Any, db: Any, full: bytes, value: bytes | None) -> None:
         txn.delete(raw, db=db)
 
 
+def _count(raw: bytes | None) -> int:
+    """A reference count as ``refs`` stores it (empty: one)."""
+    if raw is None:
+        return 0
+    return int(bytes(raw)) if raw else 1
+
+
 def _pack(versions: Versions) -> bytes:
     data: bytes = msgpack.packb(
         [
@@ -172,6 +193,17 @@ class _BucketView:
         return _unpack(self._bucket, key, data)
 
 
+class _LatestView(_BucketView):
+    """The versions of one bucket as ``listing.list_objects`` reads them: only the latest
+    of each key is built (a listing shows no other)."""
+
+    def __getitem__(self, key: str) -> Versions:
+        data = _lookup(self._txn, self._db, self._prefix + key.encode())
+        if data is None:
+            raise KeyError(key)
+        return (ObjectVersion(self._bucket, key, *msgpack.unpackb(data, use_list=False)[-1]),)
+
+
 class StoredRows:
     """A read transaction over the versions: each bucket's keys with their versions as
     stored (msgpack arrays of snapshot rows), for ``encode_snapshot`` to copy as they are.
@@ -193,16 +225,43 @@ class StoredRows:
         self._txn.abort()
 
 
+class RefsReader:
+    """``refs`` in one read transaction: whether a payload id is held. ``close`` when done."""
+
+    def __init__(self, txn: Any, db: Any) -> None:
+        self._txn, self._db = txn, db
+
+    def __call__(self, payload_id: str) -> bool:
+        return self._txn.get(payload_id.encode(), db=self._db) is not None
+
+    def close(self) -> None:
+        self._txn.abort()
+
+
 class LmdbObjectIndex:
     """Object versions of every bucket in an LMDB environment at ``path``."""
 
-    def __init__(self, path: str, *, sync: bool = False) -> None:
-        self.env = lmdb.open(
-            path, map_size=MAP_BYTES, max_dbs=4, sync=sync, metasync=sync, readahead=False
-        )
-        self._versions = self.env.open_db(b"versions")
-        self._visible = self.env.open_db(b"visible")
-        self._meta = self.env.open_db(b"meta")
+    def __init__(self, path: str, *, sync: bool = False, readonly: bool = False) -> None:
+        """``readonly``: a reader beside the writing process (several may open it at once;
+        LMDB's lock file coordinates them); it never begins a batch."""
+        try:
+            self.env = lmdb.open(
+                path,
+                map_size=MAP_BYTES,
+                max_dbs=8,
+                sync=sync,
+                metasync=sync,
+                readahead=False,
+                readonly=readonly,
+            )
+            create = not readonly
+            self._versions = self.env.open_db(b"versions", create=create)
+            self._visible = self.env.open_db(b"visible", create=create)
+            self._usage = self.env.open_db(b"usage", create=create)
+            self._refs = self.env.open_db(b"refs", create=create)
+            self._meta = self.env.open_db(b"meta", create=create)
+        except lmdb.Error as exc:
+            raise IndexUnreadableError(str(exc)) from exc
         self._batch: Any = None
         self._cache: dict[tuple[str, str], Versions] = {}
 
@@ -236,8 +295,15 @@ class LmdbObjectIndex:
         """Forget everything (before a rebuild)."""
         self._cache.clear()
         with self.env.begin(write=True) as txn:
-            for db in (self._versions, self._visible, self._meta):
+            for db in (self._versions, self._visible, self._usage, self._refs, self._meta):
                 txn.drop(db, delete=False)
+            txn.put(_FORMAT, FORMAT, db=self._meta)
+
+    def format(self) -> bytes | None:
+        """The layout the index was built with (None: before formats were recorded)."""
+        with self.env.begin() as txn:
+            raw = txn.get(_FORMAT, db=self._meta)
+        return None if raw is None else bytes(raw)
 
     def sync(self) -> None:
         """Make every committed transaction durable (the store is opened without syncs)."""
@@ -336,13 +402,6 @@ class LmdbObjectIndex:
         self._put(txn, bucket, key, before, after)
         self._done(txn)
 
-    def iter_versions(self) -> Iterator[ObjectVersion]:
-        """Every version of every bucket, from one read transaction."""
-        with self.env.begin() as txn:
-            for full, data in _entries(txn, self._versions, b"", b""):
-                bucket_raw, _, key_raw = full.partition(b"\0")
-                yield from _unpack(bucket_raw.decode(), key_raw.decode(), data)
-
     def reader(self) -> StoredRows:
         """The committed versions as of now, for a snapshot encoded on another thread."""
         assert self._batch is None, "a reader sees committed batches only"
@@ -370,7 +429,7 @@ class LmdbObjectIndex:
         try:
             return listing.list_objects(
                 _BucketView(txn, self._visible, bucket),
-                _BucketView(txn, self._versions, bucket),
+                _LatestView(txn, self._versions, bucket),
                 prefix,
                 delimiter,
                 limit,
@@ -388,6 +447,67 @@ class LmdbObjectIndex:
             return listing.list_versions(view, prefix, limit, start_after)
         finally:
             self._end_read(txn)
+
+    # -- counters -----------------------------------------------------------------------
+
+    def usage(self, bucket: str) -> Usage:
+        """The bucket's usage as of the last committed batch (or the open one's writes)."""
+        txn = self._read()
+        try:
+            raw = txn.get(bucket.encode(), db=self._usage)
+        finally:
+            self._end_read(txn)
+        return Usage() if raw is None else Usage(*_USAGE.unpack(raw))
+
+    def set_usage(self, bucket: str, usage: Usage | None) -> None:
+        txn = self._write()
+        if usage is None:
+            txn.delete(bucket.encode(), db=self._usage)
+        else:
+            txn.put(
+                bucket.encode(), _USAGE.pack(usage.object_count, usage.size_bytes), db=self._usage
+            )
+        self._done(txn)
+
+    def usages(self) -> dict[str, Usage]:
+        """Every bucket's usage."""
+        txn = self._read()
+        try:
+            cursor = txn.cursor(db=self._usage)
+            return {
+                bytes(name).decode(): Usage(*_USAGE.unpack(raw))
+                for name, raw in cursor.iternext(keys=True, values=True)
+            }
+        finally:
+            self._end_read(txn)
+
+    def ref_count(self, payload_id: str) -> int:
+        """How many records hold the payload (loop thread: sees the open batch)."""
+        txn = self._read()
+        try:
+            raw = txn.get(payload_id.encode(), db=self._refs)
+        finally:
+            self._end_read(txn)
+        return _count(raw)
+
+    def set_ref_count(self, payload_id: str, count: int) -> None:
+        txn = self._write()
+        if count > 0:
+            txn.put(payload_id.encode(), b"" if count == 1 else str(count).encode(), db=self._refs)
+        else:
+            txn.delete(payload_id.encode(), db=self._refs)
+        self._done(txn)
+
+    def referenced(self) -> Iterator[str]:
+        """Every payload id held, from one read transaction."""
+        with self.env.begin() as txn:
+            for raw in txn.cursor(db=self._refs).iternext(keys=True, values=False):
+                yield bytes(raw).decode()
+
+    def holder(self) -> RefsReader:
+        """Whether a payload is held, as of the last committed batch, for as long as the
+        GC pass that asks takes (one read transaction: an MVCC snapshot); for any thread."""
+        return RefsReader(self.env.begin(), self._refs)
 
     # -- helpers ------------------------------------------------------------------------
 

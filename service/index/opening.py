@@ -29,12 +29,11 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-import lmdb
-
 from fsseam.fs import FileSystem, make_dirs_durably
 from journal import Journal
 from journal.framing import encode_event
-from service.index.lmdb_index import LmdbObjectIndex
+from service.index.lmdb_index import FORMAT
+from service.index.protocol import IndexFactory, IndexUnreadableError, PersistentIndex
 from service.meta import MetaState, encode_snapshot
 from service.meta.snapshot import SnapshotFormatError, decode_image
 
@@ -58,8 +57,11 @@ def boot_id(fs: FileSystem) -> str:
         file.close()
 
 
-def open_index(fs: FileSystem, data_dir: str) -> tuple[LmdbObjectIndex, str | None]:
-    """Open the index and mark it open; the reason it was wiped (None: kept as it was)."""
+def open_index(
+    fs: FileSystem, data_dir: str, factory: IndexFactory
+) -> tuple[PersistentIndex, str | None]:
+    """Open the index (``factory``: LMDB on a real disk) and mark it open; the reason it
+    was wiped (None: kept as it was)."""
     path = os.path.join(data_dir, INDEX_DIRNAME)
     marker = os.path.join(data_dir, MARKER_FILENAME)
     make_dirs_durably(fs, path)
@@ -74,14 +76,16 @@ def open_index(fs: FileSystem, data_dir: str) -> tuple[LmdbObjectIndex, str | No
         if previous != current or current == "unknown":
             reason = "the machine restarted while the index was open"
     try:
-        index = LmdbObjectIndex(path)
-    except lmdb.Error as exc:
+        index = factory(path)
+    except IndexUnreadableError as exc:
         reason = f"the index could not be opened ({exc})"
         for name in fs.listdir(path):
             fs.unlink(os.path.join(path, name))
-        index = LmdbObjectIndex(path)
+        index = factory(path)
     if reason is not None:
         index.wipe()
+    if fs.exists(marker + ".tmp"):
+        fs.unlink(marker + ".tmp")  # left by a crash between create and rename
     out = fs.create(marker + ".tmp")
     try:
         out.write(current.encode())
@@ -93,7 +97,7 @@ def open_index(fs: FileSystem, data_dir: str) -> tuple[LmdbObjectIndex, str | No
     return index, reason
 
 
-def close_index(fs: FileSystem, data_dir: str, index: LmdbObjectIndex) -> None:
+def close_index(fs: FileSystem, data_dir: str, index: PersistentIndex) -> None:
     """Sync and close the index, then remove the marker: the next start may trust it."""
     index.sync()
     index.close()
@@ -118,7 +122,7 @@ def rest_of(state: MetaState) -> bytes:
 
 
 def load_state(
-    index: LmdbObjectIndex, reason: str | None, journal: Journal
+    index: PersistentIndex, reason: str | None, journal: Journal
 ) -> tuple[MetaState, int, int | None]:
     """The state to replay the journal onto: ``(state, sequence it is at, CRC-32 that the
     record at that sequence must have, or None when nothing is left to check)``. The index
@@ -130,6 +134,8 @@ def load_state(
     rest = index.rest()
     if reason is None and rest is None and last > 0:
         reason = "the index holds no state"
+    elif reason is None and rest is not None and index.format() != FORMAT:
+        reason = "the index was written in an older layout"
     elif reason is None and applied > last:
         reason = f"the index (at {applied}) is ahead of the journal (at {last})"
     elif reason is None and applied < base:
@@ -138,7 +144,7 @@ def load_state(
         reason is None
         and applied == base
         and journal.snapshot is not None
-        and index.snapshot_mark() != (base, zlib.crc32(journal.snapshot.data))
+        and index.snapshot_mark() != (base, journal.snapshot.crc)
     ):
         reason = "the index was not built from this journal (its snapshot differs)"
     if reason is None and rest is not None:
@@ -154,14 +160,15 @@ def load_state(
     return rebuild(index, journal), base, None
 
 
-def rebuild(index: LmdbObjectIndex, journal: Journal) -> MetaState:
+def rebuild(index: PersistentIndex, journal: Journal) -> MetaState:
     """Empty the index and load the journal's snapshot into it. Blocking."""
+    snapshot = journal.snapshot
+    # Read (and checked: ``SnapshotDamagedError``) before the index changes at all.
+    image = decode_image(snapshot.data) if snapshot is not None else MetaState().freeze()
     index.wipe()
     index.begin()
-    snapshot = journal.snapshot
-    image = decode_image(snapshot.data) if snapshot is not None else MetaState().freeze()
     state = MetaState.restore(image, index)
     index.commit(snapshot.sequence if snapshot is not None else 0, 0, rest_of(state))
     if snapshot is not None:
-        index.record_snapshot(snapshot.sequence, zlib.crc32(snapshot.data))
+        index.record_snapshot(snapshot.sequence, snapshot.crc)
     return state

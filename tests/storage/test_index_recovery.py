@@ -150,3 +150,20 @@ def test_an_index_built_from_another_journal_is_rebuilt(
     with caplog.at_level(logging.INFO, logger="service.engine"):
         assert asyncio.run(started_state(one)) == journal_truth(one)
     assert "not built from this journal" in caplog.text
+
+
+def test_a_rebuild_that_finds_the_newest_snapshot_damaged_falls_back_to_the_older_one(
+    populated: tuple[Path, Factory], caplog: pytest.LogCaptureFixture
+) -> None:
+    data_dir, f = populated
+    asyncio.run(run(data_dir, puts(f, 3, "d"), snapshot=True))
+    asyncio.run(run(data_dir, puts(f, 3, "e"), snapshot=True))
+    truth = journal_truth(data_dir)
+    newest = max((data_dir / "journal").glob("snapshot-*.snap"))
+    data = bytearray(newest.read_bytes())
+    data[-1] ^= 0xFF  # the header still checks out; the data does not
+    newest.write_bytes(bytes(data))
+    shutil.rmtree(data_dir / INDEX_DIRNAME)
+    with caplog.at_level(logging.INFO, logger="service.engine"):
+        assert asyncio.run(started_state(data_dir)) == truth
+    assert "checking every snapshot" in caplog.text
