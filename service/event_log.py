@@ -17,8 +17,9 @@ events are kept.
 Durability: lines are written without an fsync (the OS keeps them across a SIGKILL); ``sync``
 fsyncs what was written, and the engine calls it before every snapshot, because the journal
 records after the newest snapshot are what rebuild a lost tail: at start the feed derives
-again the events of every replayed record past the log's last line. A torn last line (power
-loss) is cut at open.
+again the events of every replayed record past the log's last line. A file is fsynced when
+it is sealed, so only the last file can lose lines to a power cut: it is read whole at open
+and cut at its first bad line.
 
 Every file operation goes through the ``fsseam`` seam. Methods block: call them from an
 executor thread (or before serving). Thread-safety: one writer thread at a time (the feed's
@@ -29,6 +30,7 @@ sequence the caller knows to be written.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -91,6 +93,7 @@ class EventLog:
         self._segments: list[Segment] = []
         self._writer: WritableFile | None = None
         self._dirty: set[str] = set()
+        self._seal_failed = False
         self.last_sequence = 0
         """Sequence of the newest line written (``covered_after`` when there is none)."""
 
@@ -220,11 +223,16 @@ class EventLog:
 
     def append(self, lines: list[tuple[int, int, bytes]]) -> None:
         """Write ``(sequence, time_ms, json line)`` entries, in sequence order."""
+        if self._seal_failed:
+            # Lines of the file a failed fsync was sealing may be gone: writing on would
+            # seal that hole in; the next start finds the log behind the index and rebuilds.
+            raise OSError(errno.EIO, "the event log stopped after a failed fsync")
         for sequence, time_ms, line in lines:
             if sequence <= self.last_sequence:
                 continue
             current = self._segments[-1]
             if current.count >= self._segment_events:
+                self._seal(current)
                 self._start_segment(sequence)
                 current = self._segments[-1]
             if self._writer is None:
@@ -235,6 +243,25 @@ class EventLog:
             current.last_sequence = sequence
             current.last_time_ms = time_ms
             self.last_sequence = sequence
+
+    def _seal(self, segment: Segment) -> None:
+        """Make a full file durable, name and lines, before the next one starts.
+
+        A start reads a sealed file by its tail alone, so a hole a power cut left inside it
+        could never be seen; only the last file may hold unsynced lines, and a start reads
+        that one whole and cuts it at its first bad line (a log found behind the index then
+        rebuilds the index, which derives the lost events again). One fsync per
+        ``segment_events`` events."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        try:
+            self._fs.fsync_file(segment.path)
+            self._fs.fsync_dir(self._directory)
+        except OSError:
+            self._seal_failed = True
+            raise
+        self._dirty.discard(segment.path)
 
     def sync(self) -> None:
         """Fsync every file written since the last sync, and the directory."""
