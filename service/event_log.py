@@ -93,7 +93,7 @@ class EventLog:
         self._segments: list[Segment] = []
         self._writer: WritableFile | None = None
         self._dirty: set[str] = set()
-        self._seal_failed = False
+        self._sync_failed = False
         self.last_sequence = 0
         """Sequence of the newest line written (``covered_after`` when there is none)."""
 
@@ -223,9 +223,10 @@ class EventLog:
 
     def append(self, lines: list[tuple[int, int, bytes]]) -> None:
         """Write ``(sequence, time_ms, json line)`` entries, in sequence order."""
-        if self._seal_failed:
-            # Lines of the file a failed fsync was sealing may be gone: writing on would
-            # seal that hole in; the next start finds the log behind the index and rebuilds.
+        if self._sync_failed:
+            # Lines a failed fsync covered may be gone while a later fsync succeeds: writing
+            # on would seal that hole in; the next start finds the log behind the index and
+            # rebuilds, which derives them again.
             raise OSError(errno.EIO, "the event log stopped after a failed fsync")
         for sequence, time_ms, line in lines:
             if sequence <= self.last_sequence:
@@ -259,19 +260,29 @@ class EventLog:
             self._fs.fsync_file(segment.path)
             self._fs.fsync_dir(self._directory)
         except OSError:
-            self._seal_failed = True
+            self._sync_failed = True
             raise
         self._dirty.discard(segment.path)
 
     def sync(self) -> None:
-        """Fsync every file written since the last sync, and the directory."""
+        """Fsync every file written since the last sync, and the directory. A failure stops
+        the log until the next start (see ``append``)."""
         dirty, self._dirty = self._dirty, set()
-        for path in dirty:
-            with contextlib.suppress(FileNotFoundError):
-                # The journal may drop the records that could rebuild these lines next.
-                self._fs.fsync_file(path)
-        if dirty:
-            self._fs.fsync_dir(self._directory)  # new segment files' names
+        try:
+            for path in dirty:
+                with contextlib.suppress(FileNotFoundError):
+                    # The journal may drop the records that could rebuild these lines next.
+                    self._fs.fsync_file(path)
+            if dirty:
+                self._fs.fsync_dir(self._directory)  # new segment files' names
+        except OSError:
+            self._sync_failed = True
+            raise
+
+    @property
+    def stopped(self) -> bool:
+        """A failed fsync stopped the log until the next start (see ``append``)."""
+        return self._sync_failed
 
     def close(self) -> None:
         if self._writer is not None:

@@ -190,6 +190,9 @@ class EventFeed:
     async def flush(self, run: Callable[..., Awaitable[Any]], *, sync: bool = False) -> None:
         """Write what is pending to the files (``run`` puts blocking work on the executor);
         with ``sync``, fsync them too. Then apply retention."""
+        if self._log.stopped:
+            self._unwritten = []  # the next start derives them again (``EventLog.append``)
+            return
         if not self._unwritten and not sync and self._written_through == self._retention_seen:
             return  # nothing to write, and retention saw every line already written
         self._retention_seen = self._written_through
@@ -246,6 +249,9 @@ class EventFeed:
         no older line can land after a newer one. A write that fails is left pending: the
         start then finds the log behind the index and rebuilds.
         """
+        if self._log.stopped:
+            self._unwritten = []  # the next start derives them again (``EventLog.append``)
+            return
         pending = (self._writing[0] if self._writing is not None else []) + self._unwritten
         if not pending:
             return

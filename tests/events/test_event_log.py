@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from fsseam.fs import RealFileSystem
+from fsseam.simfs import Fault, SimFileSystem
 from service.event_log import EventLog
 from service.events_feed import derive
 from service.meta import MetaState, events
@@ -157,3 +160,24 @@ def test_events_are_derived_from_accepted_object_records_only() -> None:
     deleted = events.object_deleted(bucket="b", key="k", version_id=None, version_token="t3", at=5)
     gone = derive(4, deleted, state.apply(deleted))
     assert gone is not None and gone["type"] == "object.deleted" and gone["size_bytes"] == 3
+
+
+def test_a_failed_fsync_stops_the_log_so_no_hole_is_sealed_in() -> None:
+    """Linux drops the pages a failed fsync covered and the next fsync succeeds: a log that
+    wrote on would seal the lost lines' hole into an older file, which a start reads by its
+    tail alone. It stops instead, and its last file shows the loss to the next start."""
+    fs = SimFileSystem()
+    fs.mkdir("/data")
+    log = EventLog(fs, "/data/events", 3)
+    log.open(0)
+    log.append([line(n) for n in (1, 2)])
+    fs.inject(Fault(fs.operations, "eio", operations=frozenset({"fsync"})))
+    with pytest.raises(OSError):
+        log.sync()
+    assert log.stopped
+    with pytest.raises(OSError):
+        log.append([line(3), line(4)])
+    assert log.last_sequence == 2
+    again = EventLog(fs.crash_image("keep_unsynced"), "/data/events", 3)
+    again.open(0)
+    assert again.last_sequence == 0 and not again.stopped  # the lost lines show at a start
