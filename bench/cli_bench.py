@@ -144,23 +144,28 @@ def big_copy(runner: Runner, profile: Profile, directory: str) -> list[Row]:
     client = ServiceClient(server.connection_string)
     bucket = client.bucket(BUCKET)
     rounds = iter(range(1_000_000))
+    # Every round writes a new object onto fresh blocks: deleting one before the next round
+    # would hand the next writer just-freed blocks, which this disk writes 3-4x faster.
+    written: list[str] = []
 
     def svc(*flags: str) -> float:
         key = f"big-svc-{next(rounds)}"
         seconds, _ = runner.run("cp", *flags, data, f"env/{BUCKET}/{key}")
-        bucket.delete(key)
+        written.append(key)
         return size / MIB / seconds
 
     def curl() -> float:
         key = f"big-curl-{next(rounds)}"
         seconds = curl_put(server, data, key)
-        bucket.delete(key)
+        written.append(key)
         return size / MIB / seconds
 
     single = ("--multipart-threshold", str(size + 1))
     results = interleave(
         {"multipart": svc, "single": lambda: svc(*single), "curl": curl}, profile.repeats
     )
+    for key in written:
+        bucket.delete(key)
     client.close()
     label = size_label(size)
     return [
@@ -171,7 +176,7 @@ def big_copy(runner: Runner, profile: Profile, directory: str) -> list[Row]:
             anchor=f"curl -T {label}",
             anchor_values=results["curl"],
             target=0.9,
-            notes="includes the server's complete (join + SHA-256 + fsync of the whole file)",
+            notes="includes the server's complete (seals the assembled prefix, appends the rest)",
         ),
         compare(
             f"svc cp {label} --multipart-threshold above the size (one PUT)",
