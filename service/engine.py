@@ -146,6 +146,10 @@ class Engine:
         self._release_queue: list[str] = []
         self._release_task: asyncio.Task[None] | None = None
         self._removals: set[asyncio.Future[int]] = set()
+        self.startup_gc_grace = 0.0
+        """Age below which the start's orphan sweep keeps a payload: 0 when nothing is in
+        flight at a start; the GC's grace when worker processes may be promoting payloads
+        (``service.procs``)."""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -166,7 +170,9 @@ class Engine:
             bad = await self.run_blocking(self._verify_recent, recent, referenced)
             self.quarantined |= bad
         removed_staging = await self.run_blocking(self.store.sweep_staging, self.config.staging_ttl)
-        gc = await self.run_blocking(self.store.collect_garbage, referenced.__contains__, 0.0)
+        gc = await self.run_blocking(
+            self.store.collect_garbage, referenced.__contains__, self.startup_gc_grace
+        )
         self._observe_gc("staging", removed_staging)
         self._observe_gc("payload", gc.removed)
         await self._release_quarantine(referenced)

@@ -17,6 +17,7 @@ import os
 import signal
 import socket
 import sys
+from typing import Any
 
 import tornado.httpserver
 import tornado.ioloop
@@ -36,6 +37,11 @@ from service.media.video_shares import reap_expired_shares
 from service.meta import events
 from service.multipart import reap_expired_uploads
 from service.observability import BucketUsage, Metrics, PerformanceRecorder, configure_logging
+from service.procs.fresh_state import FreshStateDelegate
+from service.procs.supervisor import Role, supervise
+from service.procs.worker_engine import WorkerEngine
+from service.procs.writer_link import WriterLink
+from service.procs.writer_service import CommitService
 from service.startup import StartupError, bind_listener, claim_data_dir
 from service.timefmt import now_ms
 from service.upkeep_metrics import UpkeepCollector
@@ -102,12 +108,23 @@ def make_http_server(
     )
 
 
-async def serve(config: Config, sockets: list[socket.socket], fs: FileSystem) -> None:
-    """Run on the bound ``sockets`` until SIGTERM/SIGINT."""
+async def serve(
+    config: Config,
+    sockets: list[socket.socket],
+    fs: FileSystem,
+    role: Role | None = None,
+) -> None:
+    """Run on the bound ``sockets`` until SIGTERM/SIGINT: the only process (``role`` None),
+    or one of several (``service.procs``: the writer, or a worker committing through it)."""
     install_crash_hook(config.crash_point)
-    if config.workers is not None and config.workers > 1:
-        log.warning("workers=%d asked for: this server runs one serving process", config.workers)
-    engine = Engine(config, fs=fs)
+    worker = role is not None and not role.writer
+    engine = (
+        WorkerEngine(config, WriterLink(role.socket_path), fs=fs)
+        if role is not None and worker
+        else Engine(config, fs=fs)
+    )
+    if role is not None and role.writer:
+        engine.startup_gc_grace = config.gc_grace  # workers may be promoting payloads
     metrics = Metrics(
         bucket_usage=lambda: bucket_usage_rows(engine), routes=route_names(), version=__version__
     )
@@ -117,33 +134,29 @@ async def serve(config: Config, sockets: list[socket.socket], fs: FileSystem) ->
     server_secret = await engine.run_blocking(
         load_or_create_server_secret, engine.fs, config.data_dir
     )
-    await bootstrap_if_empty(engine, config)
-    reap_interval = max(0.5, min(60.0, config.multipart_ttl / 4))
-    engine.add_background_job(reap_interval, lambda: reap_expired_uploads(engine))
-    engine.add_background_job(KEY_USAGE_FLUSH_SECONDS, lambda: flush_key_usage(engine))
-    if engine.journal is not None:
-        engine.journal.batch_observer = lambda records, seconds: observe_journal_batch(
-            metrics, records, seconds
-        )
     ctx = AppContext(config, engine, metrics, PerformanceRecorder(), server_secret)
-    await ctx.video_jobs.start()
-    engine.add_background_job(SHARE_REAP_SECONDS, lambda: reap_expired_shares(engine))
-    engine.add_background_job(config.lifecycle_interval, ctx.lifecycle.run_pass)
-    metrics.registry.register(
-        UpkeepCollector(ctx.lifecycle, ctx.webhooks, engine.events, ctx.scrub)
-    )
-    await ctx.webhooks.start()
-    await ctx.scrub.start()
-    engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
-    server = make_http_server(make_app(ctx), config, ctx)
+    engine.add_background_job(KEY_USAGE_FLUSH_SECONDS, lambda: flush_key_usage(engine))
+    commits: CommitService | None = None
+    if not worker:
+        await start_background_work(engine, ctx, metrics)
+        if role is not None:
+            commits = CommitService(engine, role.socket_path)
+            await commits.start()
+    app: Any = make_app(ctx)
+    if isinstance(engine, WorkerEngine):
+        app = FreshStateDelegate(app, engine)
+    server = make_http_server(app, config, ctx)
     server.add_sockets(sockets)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
     watchdog.start()
-    print(
-        f"service listening on http://{config.host}:{config.port} "
-        f"(data dir {config.data_dir}, durability {config.durability})",
-        flush=True,
-    )
+    if role is None:
+        print(
+            f"service listening on http://{config.host}:{config.port} "
+            f"(data dir {config.data_dir}, durability {config.durability})",
+            flush=True,
+        )
+    else:
+        role.ready()
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -159,11 +172,36 @@ async def serve(config: Config, sockets: list[socket.socket], fs: FileSystem) ->
         log.warning("in-flight requests did not finish within %.0f s", SHUTDOWN_GRACE_SECONDS)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(server.close_all_connections(), 5.0)
-    await ctx.video_jobs.stop()
-    await ctx.webhooks.stop()
-    await ctx.scrub.stop()
+    if commits is not None:
+        await commits.stop()
+    if not worker:
+        await ctx.video_jobs.stop()
+        await ctx.webhooks.stop()
+        await ctx.scrub.stop()
     ctx.images.close()
     await engine.stop()
+
+
+async def start_background_work(engine: Engine, ctx: AppContext, metrics: Metrics) -> None:
+    """What only the process owning the journal runs: bootstrap, reapers, video jobs,
+    lifecycle, webhooks, scrub, and the journal's metrics."""
+    config = engine.config
+    await bootstrap_if_empty(engine, config)
+    reap_interval = max(0.5, min(60.0, config.multipart_ttl / 4))
+    engine.add_background_job(reap_interval, lambda: reap_expired_uploads(engine))
+    if engine.journal is not None:
+        engine.journal.batch_observer = lambda records, seconds: observe_journal_batch(
+            metrics, records, seconds
+        )
+    await ctx.video_jobs.start()
+    engine.add_background_job(SHARE_REAP_SECONDS, lambda: reap_expired_shares(engine))
+    engine.add_background_job(config.lifecycle_interval, ctx.lifecycle.run_pass)
+    metrics.registry.register(
+        UpkeepCollector(ctx.lifecycle, ctx.webhooks, engine.events, ctx.scrub)
+    )
+    await ctx.webhooks.start()
+    await ctx.scrub.start()
+    engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,8 +220,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"service: cannot start: {exc}", file=sys.stderr)
         return 1
     try:
+        processes = config.workers or os.cpu_count() or 1
+        if processes > 1:
+            return supervise(config, sockets, processes, run_role)
         configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
         asyncio.run(serve(config, sockets, fs))
     finally:
         lock.release()
     return 0
+
+
+def run_role(config: Config, sockets: list[socket.socket], role: Role) -> None:
+    """The body of a forked serving process (``service.procs.supervisor``)."""
+    configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
+    asyncio.run(serve(config, sockets, RealFileSystem(), role))

@@ -70,6 +70,9 @@ class ServerProcess:
                 "SERVICE_ROOT_SECRET_KEY": self.secret_key,
                 "SERVICE_ADMIN_PASSWORD": self.admin_password,
                 "SERVICE_LOG_LEVEL": "info",
+                # One serving process unless a test asks for more (tests/procs/) or the
+                # whole suite is run with TEST_SERVICE_WORKERS=N.
+                "SERVICE_WORKERS": os.environ.get("TEST_SERVICE_WORKERS", "1"),
                 "PYTHONPATH": str(REPO_ROOT),
             }
         )

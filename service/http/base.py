@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import re
 import secrets
 import time
@@ -50,6 +51,15 @@ BODYLESS_METHODS = ("GET", "HEAD", "DELETE")
 
 _REQUEST_ID_PREFIX = secrets.token_hex(4)
 _request_numbers = itertools.count(1)
+
+
+def _new_request_id_prefix() -> None:
+    """A forked serving process (``service.procs``) draws its own prefix."""
+    global _REQUEST_ID_PREFIX
+    _REQUEST_ID_PREFIX = secrets.token_hex(4)
+
+
+os.register_at_fork(after_in_child=_new_request_id_prefix)
 
 
 def new_request_id() -> str:

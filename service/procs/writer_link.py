@@ -1,0 +1,110 @@
+"""A worker's side of the local socket: send events to the writer, await their outcomes.
+
+One connection, opened on first use and again after it broke; many commits in flight on it,
+each matched to its answer by a request id. While the writer is down (restarting after a
+crash, or stopping) a commit raises ``NotServingError`` with a retry hint: the client gets 503
+and ``Retry-After``. A commit whose answer was lost with the connection gets the same: the
+record may or may not have been applied, which is what a crash of a single process means too
+(the client retries, and a retry of a PUT or DELETE is idempotent in effect).
+
+Thread-safety: event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from typing import Any
+
+from service.engine_errors import NotServingError
+from service.meta import Outcome
+from service.procs.wire import OK, FrameError, decode_error, decode_outcome, pack, read_frame
+
+log = logging.getLogger("service.procs")
+
+RETRY_SECONDS = 1
+"""The hint sent while the writer is away (it restarts within about a second)."""
+
+
+class _Connection:
+    """One connection to the writer and the commits awaiting an answer on it."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        self.pending: dict[int, asyncio.Future[list[Any]]] = {}
+        self.reading = asyncio.get_running_loop().create_task(self._read(reader))
+
+    @property
+    def open(self) -> bool:
+        return not self.writer.is_closing()
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                frame = await read_frame(reader)
+                future = self.pending.get(frame[0])
+                if future is not None and not future.done():
+                    future.set_result(frame)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except (FrameError, ValueError) as exc:
+            log.error("the writer sent a malformed frame (%s)", exc)
+        finally:
+            self.writer.close()
+            lost = NotServingError(
+                "the metadata writer stopped before answering; retry", RETRY_SECONDS
+            )
+            for future in self.pending.values():
+                if not future.done():
+                    future.set_exception(lost)
+
+
+class WriterLink:
+    """Commits through the writer listening on ``path``."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._connection: _Connection | None = None
+        self._connecting: asyncio.Lock | None = None
+        self._ids = itertools.count(1)
+
+    async def commit(self, event: dict[str, Any]) -> Outcome:
+        """The outcome of committing ``event`` in the writer, or the writer's refusal."""
+        connection = await self._connect()
+        request_id = next(self._ids)
+        future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        connection.pending[request_id] = future
+        try:
+            connection.writer.write(pack([request_id, event]))
+            reply = await future
+        finally:
+            connection.pending.pop(request_id, None)
+        if reply[1] == OK:
+            return decode_outcome(reply[2])
+        raise decode_error(reply[2:])
+
+    async def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.writer.close()
+            connection.reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await connection.reading
+
+    async def _connect(self) -> _Connection:
+        if self._connection is not None and self._connection.open:
+            return self._connection
+        if self._connecting is None:
+            self._connecting = asyncio.Lock()
+        async with self._connecting:
+            if self._connection is None or not self._connection.open:
+                try:
+                    reader, writer = await asyncio.open_unix_connection(self._path)
+                except OSError:
+                    raise NotServingError(
+                        "the metadata writer is restarting", RETRY_SECONDS
+                    ) from None
+                self._connection = _Connection(reader, writer)
+            return self._connection

@@ -1,0 +1,80 @@
+"""The writer's side of the local socket: workers' commits join its group commit.
+
+A worker sends an event it pre-checked against the shared index; the writer commits it with
+its own ``Engine.commit`` (so ``MetaState.apply`` re-checks every condition, as for its own
+requests) and answers with the outcome, or with the engine's refusal. ``Engine.commit`` returns
+only after the index transaction holding the record committed (the journal's batch listener
+runs before any appender resumes), so a worker that reads the index after the answer sees the
+write: read-your-writes across processes.
+
+The socket lives in a directory only the server's user may enter (``run/`` in the data dir).
+
+Thread-safety: event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from service.api_errors import ApiError
+from service.engine import Engine
+from service.procs.wire import (
+    OK,
+    REFUSED,
+    FrameError,
+    encode_error,
+    encode_outcome,
+    pack,
+    read_frame,
+)
+
+log = logging.getLogger("service.procs")
+
+
+class CommitService:
+    """Listens on ``path`` and commits what workers send (see the module docstring)."""
+
+    def __init__(self, engine: Engine, path: str) -> None:
+        self._engine = engine
+        self.path = path
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_unix_server(self._serve, path=self.path)
+
+    async def stop(self) -> None:
+        """Stop listening; commits already received finish and are answered."""
+        if self._server is not None:
+            self._server.close()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                frame = await read_frame(reader)
+                task = asyncio.get_running_loop().create_task(self._commit(frame, writer))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the worker went away
+        except (FrameError, ValueError) as exc:
+            log.error("a worker sent a malformed frame (%s); closing its connection", exc)
+        finally:
+            writer.close()
+
+    async def _commit(self, frame: list[Any], out: asyncio.StreamWriter) -> None:
+        request_id, event = frame[0], frame[1]
+        try:
+            outcome = await self._engine.commit(event)
+        except ApiError as error:
+            message = [request_id, REFUSED, *encode_error(error)]
+        else:
+            message = [request_id, OK, encode_outcome(outcome)]
+        if not out.is_closing():
+            with contextlib.suppress(ConnectionError):
+                out.write(pack(message))
