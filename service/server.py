@@ -149,6 +149,10 @@ async def serve(
     server.add_sockets(sockets)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
     watchdog.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT) if role is None else (signal.SIGTERM,):
+        loop.add_signal_handler(signum, stop.set)
     if role is None:
         print(
             f"service listening on http://{config.host}:{config.port} "
@@ -157,11 +161,6 @@ async def serve(
         )
     else:
         role.ready()
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
     await stop.wait()
     log.info("shutting down")
     server.stop()  # no new connections

@@ -15,8 +15,8 @@
 A writer that fails before it is ready (a damaged journal, say) stops the service: exit 1.
 
 The supervisor blocks SIGCHLD, SIGTERM and SIGINT and waits for them with ``sigtimedwait``;
-children unblock them before running. Children leave with ``os._exit``: the data dir's lock
-is the parent's, and only the parent releases it.
+children unblock SIGCHLD, ignore SIGINT and let SIGTERM in once they can drain. Children
+leave with ``os._exit``: the data dir's lock is the parent's, and only the parent releases it.
 
 Thread-safety: single-threaded by design (it forks).
 """
@@ -61,7 +61,9 @@ class Role:
     ready_fd: int | None = None
 
     def ready(self) -> None:
-        """Tell the supervisor this process serves (the writer: replay done)."""
+        """This process serves and handles SIGTERM now: let a pending SIGTERM in, and tell
+        the supervisor (the writer: replay done)."""
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         if self.ready_fd is not None:
             os.write(self.ready_fd, b"1")
             os.close(self.ready_fd)
@@ -134,7 +136,11 @@ class _Supervisor:
         code = 1
         try:
             _die_with(parent)
-            signal.pthread_sigmask(signal.SIG_SETMASK, set())
+            # SIGTERM stays blocked until the process can drain (``Role.ready``); SIGINT (a
+            # terminal's Ctrl-C reaches the whole group) is the supervisor's alone, which
+            # then stops the workers before the writer.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
             self._run(self._config, self._sockets, role)
             code = 0
         except SystemExit as exc:
@@ -160,7 +166,7 @@ class _Supervisor:
                     if os.read(read_fd, 1) == b"1":
                         return True
                     break  # closed without a word: it died
-                if self._exited(self._writer) or _stop_pending():
+                if self._exited(self._writer):
                     break
         finally:
             os.close(read_fd)
@@ -249,10 +255,6 @@ def _die_with(parent: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0 or os.getppid() != parent:
         os._exit(1)  # no such guard, or the parent is already gone
-
-
-def _stop_pending() -> bool:
-    return bool(signal.sigpending() & {signal.SIGTERM, signal.SIGINT})
 
 
 def _describe(status: int) -> str:
