@@ -22,6 +22,7 @@ from typing import Any
 import tornado.httpserver
 import tornado.ioloop
 import tornado.web
+from tornado.netutil import bind_unix_socket
 
 from fsseam.fs import FileSystem, RealFileSystem
 from service import __version__
@@ -37,8 +38,9 @@ from service.media.video_shares import reap_expired_shares
 from service.meta import events
 from service.multipart import reap_expired_uploads
 from service.observability import BucketUsage, Metrics, PerformanceRecorder, configure_logging
+from service.procs.forward import WriterForwarder
 from service.procs.fresh_state import FreshStateDelegate
-from service.procs.supervisor import Role, supervise
+from service.procs.supervisor import Role, forward_socket_path, supervise
 from service.procs.worker_engine import WorkerEngine
 from service.procs.writer_link import WriterLink
 from service.procs.writer_service import CommitService
@@ -89,12 +91,14 @@ async def flush_key_usage(engine: Engine) -> None:
 
 
 def make_http_server(
-    app: tornado.web.Application, config: Config, ctx: AppContext
+    app: Any, config: Config, ctx: AppContext, *, xheaders: bool = False
 ) -> tornado.httpserver.HTTPServer:
     """An HTTP server with the limits that keep hostile clients from holding memory, whose
-    protocol-level refusals are the contract's (``service.http.protocol``)."""
+    protocol-level refusals are the contract's (``service.http.protocol``). ``xheaders``:
+    trust ``X-Real-Ip`` (only the writer's internal listener, ``service.procs.forward``)."""
     return ServiceHTTPServer(
         app,
+        xheaders=xheaders,
         header_deadline=header_deadline(config.idle_timeout),
         observer=ctx.observe_refusal,
         new_request_id=new_request_id,
@@ -135,17 +139,25 @@ async def serve(
         load_or_create_server_secret, engine.fs, config.data_dir
     )
     ctx = AppContext(config, engine, metrics, PerformanceRecorder(), server_secret)
-    engine.add_background_job(KEY_USAGE_FLUSH_SECONDS, lambda: flush_key_usage(engine))
     commits: CommitService | None = None
+    app = make_app(ctx)
+    delegate: Any = app
+    servers = [make_http_server(app, config, ctx)]
+    forwarder: WriterForwarder | None = None
     if not worker:
         await start_background_work(engine, ctx, metrics)
         if role is not None:
             commits = CommitService(engine, role.socket_path)
             await commits.start()
-    app: Any = make_app(ctx)
-    if isinstance(engine, WorkerEngine):
-        app = FreshStateDelegate(app, engine)
-    server = make_http_server(app, config, ctx)
+            internal = make_http_server(app, config, ctx, xheaders=True)
+            internal.add_socket(bind_unix_socket(forward_socket_path(role.socket_path), 0o600))
+            servers.append(internal)
+    elif role is not None and isinstance(engine, WorkerEngine):
+        forwarder = WriterForwarder(forward_socket_path(role.socket_path))
+        app.add_handlers(r".*", forwarder.routes(ctx))  # before every other route
+        delegate = FreshStateDelegate(app, engine)
+        servers[0] = make_http_server(delegate, config, ctx)
+    server = servers[0]
     server.add_sockets(sockets)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
     watchdog.start()
@@ -163,14 +175,19 @@ async def serve(
         role.ready()
     await stop.wait()
     log.info("shutting down")
-    server.stop()  # no new connections
+    for each in servers:
+        each.stop()  # no new connections
     watchdog.stop()
     # Requests already begun run to their answer (an upload mid-body included); only then
     # are the idle keep-alive connections closed, which would otherwise cut them off.
     if not await ctx.wait_for_requests(SHUTDOWN_GRACE_SECONDS):
         log.warning("in-flight requests did not finish within %.0f s", SHUTDOWN_GRACE_SECONDS)
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(server.close_all_connections(), 5.0)
+        await asyncio.wait_for(
+            asyncio.gather(*(each.close_all_connections() for each in servers)), 5.0
+        )
+    if forwarder is not None:
+        forwarder.close()
     if commits is not None:
         await commits.stop()
     if not worker:
@@ -186,6 +203,7 @@ async def start_background_work(engine: Engine, ctx: AppContext, metrics: Metric
     lifecycle, webhooks, scrub, and the journal's metrics."""
     config = engine.config
     await bootstrap_if_empty(engine, config)
+    engine.add_background_job(KEY_USAGE_FLUSH_SECONDS, lambda: flush_key_usage(engine))
     reap_interval = max(0.5, min(60.0, config.multipart_ttl / 4))
     engine.add_background_job(reap_interval, lambda: reap_expired_uploads(engine))
     if engine.journal is not None:

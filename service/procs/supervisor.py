@@ -84,6 +84,12 @@ def writer_socket_path(data_dir: str) -> str:
     return os.path.join(tempfile.gettempdir(), f"service-{digest}.sock")
 
 
+def forward_socket_path(socket_path: str) -> str:
+    """The writer's internal HTTP listener, beside its commit socket
+    (``service.procs.forward``)."""
+    return socket_path[: -len(".sock")] + "-http.sock"
+
+
 def supervise(config: Config, sockets: list[socket.socket], processes: int, run: RoleMain) -> int:
     """Run ``processes`` serving processes until SIGTERM/SIGINT; the exit code."""
     signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)

@@ -1,5 +1,8 @@
 """A worker's side of the local socket: send events to the writer, await their outcomes.
 
+Access keys' uses are noted to the writer the same way, batched, without an answer: the writer
+keeps every process's notes and journals them (``service.key_usage``).
+
 One connection, opened on first use and again after it broke; many commits in flight on it,
 each matched to its answer by a request id. While the writer is down (restarting after a
 crash, or stopping) a commit raises ``NotServingError`` with a retry hint: the client gets 503
@@ -20,7 +23,15 @@ from typing import Any
 
 from service.engine_errors import NotServingError
 from service.meta import Outcome
-from service.procs.wire import OK, FrameError, decode_error, decode_outcome, pack, read_frame
+from service.procs.wire import (
+    NOTE_ID,
+    OK,
+    FrameError,
+    decode_error,
+    decode_outcome,
+    pack,
+    read_frame,
+)
 
 log = logging.getLogger("service.procs")
 
@@ -69,6 +80,29 @@ class WriterLink:
         self._connection: _Connection | None = None
         self._connecting: asyncio.Lock | None = None
         self._ids = itertools.count(1)
+        self._uses: dict[str, int] = {}
+
+    def note_use(self, access_key_id: str, at_ms: int) -> None:
+        """Tell the writer an access key was used (sent soon, batched; lost if it is away:
+        a last-use time is freshness, not data)."""
+        if not self._uses:
+            asyncio.get_running_loop().call_soon(self._send_uses)
+        self._uses[access_key_id] = max(at_ms, self._uses.get(access_key_id, 0))
+
+    def _send_uses(self) -> None:
+        uses, self._uses = self._uses, {}
+        connection = self._connection
+        if connection is not None and connection.open:
+            connection.writer.write(pack([NOTE_ID, uses]))
+        else:
+            asyncio.get_running_loop().create_task(self._send_uses_connected(uses))
+
+    async def _send_uses_connected(self, uses: dict[str, int]) -> None:
+        try:
+            connection = await self._connect()
+        except NotServingError:
+            return
+        connection.writer.write(pack([NOTE_ID, uses]))
 
     async def commit(self, event: dict[str, Any]) -> Outcome:
         """The outcome of committing ``event`` in the writer, or the writer's refusal."""

@@ -22,6 +22,7 @@ from typing import Any
 from service.api_errors import ApiError
 from service.engine import Engine
 from service.procs.wire import (
+    NOTE_ID,
     OK,
     REFUSED,
     FrameError,
@@ -57,6 +58,10 @@ class CommitService:
         try:
             while True:
                 frame = await read_frame(reader)
+                if frame[0] == NOTE_ID:
+                    for key_id, at_ms in frame[1].items():
+                        self._engine.key_usage.touch(key_id, at_ms)
+                    continue
                 task = asyncio.get_running_loop().create_task(self._commit(frame, writer))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
