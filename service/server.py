@@ -38,8 +38,10 @@ from service.media.video_shares import reap_expired_shares
 from service.meta import events
 from service.multipart import reap_expired_uploads
 from service.observability import BucketUsage, Metrics, PerformanceRecorder, configure_logging
+from service.procs import shared_metrics
 from service.procs.forward import WriterForwarder
 from service.procs.fresh_state import FreshStateDelegate
+from service.procs.notes import NotedPerformance
 from service.procs.supervisor import Role, forward_socket_path, supervise
 from service.procs.worker_engine import WorkerEngine
 from service.procs.writer_link import WriterLink
@@ -122,15 +124,16 @@ async def serve(
     or one of several (``service.procs``: the writer, or a worker committing through it)."""
     install_crash_hook(config.crash_point)
     worker = role is not None and not role.writer
-    engine = (
-        WorkerEngine(config, WriterLink(role.socket_path), fs=fs)
-        if role is not None and worker
-        else Engine(config, fs=fs)
-    )
+    link = WriterLink(role.socket_path) if role is not None and worker else None
+    engine = Engine(config, fs=fs) if link is None else WorkerEngine(config, link, fs=fs)
+    performance = PerformanceRecorder() if link is None else NotedPerformance(link)
     if role is not None and role.writer:
         engine.startup_gc_grace = config.gc_grace  # workers may be promoting payloads
     metrics = Metrics(
-        bucket_usage=lambda: bucket_usage_rows(engine), routes=route_names(), version=__version__
+        bucket_usage=lambda: bucket_usage_rows(engine),
+        routes=route_names(),
+        version=__version__,
+        multiprocess_dir=None if role is None else role.metrics_dir,
     )
     engine.gc_observer = metrics.observe_gc_run
     engine.snapshot_observer = metrics.observe_snapshot
@@ -138,7 +141,7 @@ async def serve(
     server_secret = await engine.run_blocking(
         load_or_create_server_secret, engine.fs, config.data_dir
     )
-    ctx = AppContext(config, engine, metrics, PerformanceRecorder(), server_secret)
+    ctx = AppContext(config, engine, metrics, performance, server_secret)
     commits: CommitService | None = None
     app = make_app(ctx)
     delegate: Any = app
@@ -147,7 +150,7 @@ async def serve(
     if not worker:
         await start_background_work(engine, ctx, metrics)
         if role is not None:
-            commits = CommitService(engine, role.socket_path)
+            commits = CommitService(engine, performance, role.socket_path)
             await commits.start()
             internal = make_http_server(app, config, ctx, xheaders=True)
             internal.add_socket(bind_unix_socket(forward_socket_path(role.socket_path), 0o600))
@@ -213,9 +216,7 @@ async def start_background_work(engine: Engine, ctx: AppContext, metrics: Metric
     await ctx.video_jobs.start()
     engine.add_background_job(SHARE_REAP_SECONDS, lambda: reap_expired_shares(engine))
     engine.add_background_job(config.lifecycle_interval, ctx.lifecycle.run_pass)
-    metrics.registry.register(
-        UpkeepCollector(ctx.lifecycle, ctx.webhooks, engine.events, ctx.scrub)
-    )
+    metrics.add_collector(UpkeepCollector(ctx.lifecycle, ctx.webhooks, engine.events, ctx.scrub))
     await ctx.webhooks.start()
     await ctx.scrub.start()
     engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
@@ -249,5 +250,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_role(config: Config, sockets: list[socket.socket], role: Role) -> None:
     """The body of a forked serving process (``service.procs.supervisor``)."""
+    shared_metrics.enable(role.metrics_dir)
     configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
     asyncio.run(serve(config, sockets, RealFileSystem(), role))

@@ -1,12 +1,14 @@
 """Routes a worker hands to the writer: those whose answer lives in the writer's memory.
 
 The event stream (the event feed), webhook status, scrub and lifecycle runs, video jobs (the
-job runner), health and system info (the journal), logins (one throttle for the whole
-service) and access keys (last use, noted by every process and gathered in the writer) are
-answered by the writer alone. A worker passes such a request to the writer's second HTTP
-listener, a unix socket beside the commit socket, and streams the answer back as it comes
-(an event stream included). The writer trusts that listener's ``X-Real-Ip`` so throttles and
-the access log see the client's address; only the server's user can reach the socket.
+job runner), health and system info (the journal), system performance (every process's
+figures, ``service.procs.notes``), metrics (every process's, ``service.procs.shared_metrics``),
+logins (one throttle for the whole service) and access keys (last use, noted by every process
+and gathered in the writer) are answered by the writer alone. A worker passes such a request
+to the writer's second HTTP listener, a unix socket beside the commit socket, and streams the
+answer back as it comes (an event stream included).
+The writer trusts that listener's ``X-Real-Ip`` so throttles and the access log see the
+client's address; only the server's user can reach the socket.
 
 While the writer is away the worker answers 503 with ``Retry-After`` in the contract's shape.
 
@@ -38,6 +40,8 @@ WRITER_ROUTES = (
     rf"{API}/access-keys",
     rf"{API}/access-keys/[^/]+",
     rf"{API}/system/info",
+    rf"{API}/system/performance",
+    rf"{API}/metrics",
     rf"{API}/system/scrub",
     rf"{API}/system/lifecycle/run",
     rf"{API}/buckets/[^/]+/events",

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from service.config import Config
+from service.procs import shared_metrics
 
 RUN_DIRNAME = "run"
 SOCKET_NAME = "writer.sock"
@@ -58,6 +59,7 @@ class Role:
 
     writer: bool
     socket_path: str
+    metrics_dir: str
     ready_fd: int | None = None
 
     def ready(self) -> None:
@@ -105,6 +107,7 @@ class _Supervisor:
         self._workers_wanted = processes - 1
         self._run = run
         self._socket_path = writer_socket_path(config.data_dir)
+        self._metrics_dir = shared_metrics.prepare(os.path.join(config.data_dir, RUN_DIRNAME))
         self._writer = 0
         self._workers: dict[int, float] = {}
         """pid -> when it was forked."""
@@ -162,7 +165,7 @@ class _Supervisor:
     def _start_writer(self) -> bool:
         """Fork the writer and wait until it is ready; False if it died first."""
         read_fd, write_fd = os.pipe()
-        self._writer = self._fork(Role(True, self._socket_path, write_fd))
+        self._writer = self._fork(Role(True, self._socket_path, self._metrics_dir, write_fd))
         os.close(write_fd)
         _say(f"the metadata writer is process {self._writer}")
         try:
@@ -179,7 +182,7 @@ class _Supervisor:
         return False
 
     def _start_worker(self) -> None:
-        pid = self._fork(Role(False, self._socket_path))
+        pid = self._fork(Role(False, self._socket_path, self._metrics_dir))
         self._workers[pid] = time.monotonic()
 
     # -- watching ---------------------------------------------------------------------
@@ -191,6 +194,7 @@ class _Supervisor:
             return True
         if done:
             _say(f"serving process {pid} ended ({_describe(status)})")
+            shared_metrics.forget(self._metrics_dir, pid)
         return bool(done)
 
     def _reap(self) -> None:
@@ -201,6 +205,7 @@ class _Supervisor:
                 return
             if pid == 0:
                 return
+            shared_metrics.forget(self._metrics_dir, pid)
             if pid == self._writer:
                 _say(f"the metadata writer ({pid}) ended ({_describe(status)}); restarting it")
                 if not self._start_writer():

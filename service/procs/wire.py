@@ -5,7 +5,7 @@ Each frame is a 4-byte big-endian length and a msgpack array. A worker sends
 ``[request id, REFUSED, kind, message, retry after, log detail]`` (the engine's domain errors,
 ``service.engine_errors``, which the worker raises again). Many requests are in flight on one
 connection; answers come in any order, matched by the id (never 0: ``NOTE_ID`` frames carry
-access keys' uses, unanswered).
+a worker's notes, unanswered).
 
 Outcomes carry their record as ``[type name, [fields in order]]``: every record is a flat
 frozen dataclass of ``service.meta.model``, so this is exact (mappings arrive as dicts).
@@ -45,7 +45,8 @@ from service.meta.model import (
 OK = 0
 REFUSED = 1
 NOTE_ID = 0
-"""The request id of ``[0, {access key id: last use in ms}]``: uses noted, no answer."""
+"""The request id of ``[0, {"uses": {access key id: ms}, "put": [...], "get": [...]}]``:
+notes from a worker, unanswered (``service.procs.notes``)."""
 MAX_FRAME = 64 * 1024 * 1024
 """A frame larger than this is a broken peer, not an event (events are small)."""
 _LENGTH = struct.Struct(">I")

@@ -30,9 +30,9 @@ from service.config import Config
 from service.engine import Engine
 from service.index.lmdb_index import LmdbObjectIndex
 from service.index.opening import INDEX_DIRNAME
-from service.key_usage import KeyUsage
 from service.meta import MetaState, Outcome
 from service.meta.snapshot import decode_image
+from service.procs.notes import NotedKeyUsage
 from service.procs.writer_link import WriterLink
 
 log = logging.getLogger("service.procs")
@@ -41,24 +41,13 @@ QUARANTINE_RELOAD_SECONDS = 5.0
 """How often the writer's quarantine (scrub, startup verification) is read again."""
 
 
-class _NotedKeyUsage(KeyUsage):
-    """Uses told to the writer, which keeps every process's and journals them."""
-
-    def __init__(self, link: WriterLink) -> None:
-        super().__init__()
-        self._link = link
-
-    def touch(self, access_key_id: str, at_ms: int) -> None:
-        self._link.note_use(access_key_id, at_ms)
-
-
 class WorkerEngine(Engine):
     """An ``Engine`` whose state is the writer's index and whose commits go to the writer."""
 
     def __init__(self, config: Config, link: WriterLink, *, fs: FileSystem | None = None) -> None:
         super().__init__(config, fs=fs)
         self._link = link
-        self.key_usage = _NotedKeyUsage(link)
+        self.key_usage = NotedKeyUsage(link)
         self._seen = -1
         self._check_due = True
         self._current = MetaState()

@@ -1,7 +1,8 @@
 """A worker's side of the local socket: send events to the writer, await their outcomes.
 
-Access keys' uses are noted to the writer the same way, batched, without an answer: the writer
-keeps every process's notes and journals them (``service.key_usage``).
+Notes go to the writer the same way, batched per loop iteration, without an answer: access
+keys' uses (the writer keeps every process's and journals them, ``service.key_usage``) and
+each PUT's and GET's figures (the writer's ``system/performance`` covers every process).
 
 One connection, opened on first use and again after it broke; many commits in flight on it,
 each matched to its answer by a request id. While the writer is down (restarting after a
@@ -80,29 +81,42 @@ class WriterLink:
         self._connection: _Connection | None = None
         self._connecting: asyncio.Lock | None = None
         self._ids = itertools.count(1)
-        self._uses: dict[str, int] = {}
+        self._notes: dict[str, Any] | None = None
 
     def note_use(self, access_key_id: str, at_ms: int) -> None:
-        """Tell the writer an access key was used (sent soon, batched; lost if it is away:
-        a last-use time is freshness, not data)."""
-        if not self._uses:
-            asyncio.get_running_loop().call_soon(self._send_uses)
-        self._uses[access_key_id] = max(at_ms, self._uses.get(access_key_id, 0))
+        """An access key was used (the writer keeps every process's uses and journals them)."""
+        uses = self._pending()["uses"]
+        uses[access_key_id] = max(at_ms, uses.get(access_key_id, 0))
 
-    def _send_uses(self) -> None:
-        uses, self._uses = self._uses, {}
+    def note_put(self, sample: list[float]) -> None:
+        """One PUT's figures for the writer's ``PerformanceRecorder.record_put``."""
+        self._pending()["put"].append(sample)
+
+    def note_get(self, sample: list[float]) -> None:
+        """One GET's figures for the writer's ``PerformanceRecorder.record_get``."""
+        self._pending()["get"].append(sample)
+
+    def _pending(self) -> dict[str, Any]:
+        """The notes to send at the end of this loop iteration (one frame for all)."""
+        if self._notes is None:
+            self._notes = {"uses": {}, "put": [], "get": []}
+            asyncio.get_running_loop().call_soon(self._send_notes)
+        return self._notes
+
+    def _send_notes(self) -> None:
+        notes, self._notes = self._notes, None
         connection = self._connection
         if connection is not None and connection.open:
-            connection.writer.write(pack([NOTE_ID, uses]))
+            connection.writer.write(pack([NOTE_ID, notes]))
         else:
-            asyncio.get_running_loop().create_task(self._send_uses_connected(uses))
+            asyncio.get_running_loop().create_task(self._send_notes_connected(notes))
 
-    async def _send_uses_connected(self, uses: dict[str, int]) -> None:
+    async def _send_notes_connected(self, notes: dict[str, Any] | None) -> None:
         try:
             connection = await self._connect()
         except NotServingError:
-            return
-        connection.writer.write(pack([NOTE_ID, uses]))
+            return  # lost: figures and last-use times are freshness, not data
+        connection.writer.write(pack([NOTE_ID, notes]))
 
     async def commit(self, event: dict[str, Any]) -> Outcome:
         """The outcome of committing ``event`` in the writer, or the writer's refusal."""

@@ -7,6 +7,9 @@ only after the index transaction holding the record committed (the journal's bat
 runs before any appender resumes), so a worker that reads the index after the answer sees the
 write: read-your-writes across processes.
 
+Workers also send notes there (``service.procs.notes``): access keys' uses, which the writer
+journals with its own, and request figures for its ``system/performance``.
+
 The socket lives in a directory only the server's user may enter (``run/`` in the data dir).
 
 Thread-safety: event-loop thread only.
@@ -21,6 +24,7 @@ from typing import Any
 
 from service.api_errors import ApiError
 from service.engine import Engine
+from service.observability import PerformanceRecorder
 from service.procs.wire import (
     NOTE_ID,
     OK,
@@ -38,8 +42,9 @@ log = logging.getLogger("service.procs")
 class CommitService:
     """Listens on ``path`` and commits what workers send (see the module docstring)."""
 
-    def __init__(self, engine: Engine, path: str) -> None:
+    def __init__(self, engine: Engine, performance: PerformanceRecorder, path: str) -> None:
         self._engine = engine
+        self._performance = performance
         self.path = path
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -59,8 +64,7 @@ class CommitService:
             while True:
                 frame = await read_frame(reader)
                 if frame[0] == NOTE_ID:
-                    for key_id, at_ms in frame[1].items():
-                        self._engine.key_usage.touch(key_id, at_ms)
+                    self._observe(frame[1])
                     continue
                 task = asyncio.get_running_loop().create_task(self._commit(frame, writer))
                 self._tasks.add(task)
@@ -71,6 +75,15 @@ class CommitService:
             log.error("a worker sent a malformed frame (%s); closing its connection", exc)
         finally:
             writer.close()
+
+    def _observe(self, notes: dict[str, Any]) -> None:
+        """A worker's notes: access keys' uses and request figures (``service.procs.notes``)."""
+        for key_id, at_ms in notes.get("uses", {}).items():
+            self._engine.key_usage.touch(key_id, at_ms)
+        for sample in notes.get("put", ()):
+            self._performance.record_put(*sample)
+        for sample in notes.get("get", ()):
+            self._performance.record_get(*sample)
 
     async def _commit(self, frame: list[Any], out: asyncio.StreamWriter) -> None:
         request_id, event = frame[0], frame[1]
