@@ -49,8 +49,8 @@ class Config:
     public_url: str | None = None
     """Base for presigned and share URLs; derived from the request when unset."""
     workers: int | None = None
-    """Serving processes (default: the number of CPUs). Accepted for the contract; this
-    server runs one process for now, whatever the value."""
+    """Serving processes sharing the port (default: the number of CPUs); one of them writes
+    the metadata. 1 runs a single process with no supervisor."""
     log_level: str = "info"
     """Lowest level of the log lines written to stderr."""
     metrics_public: bool = False

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import logging
 import os
 import select
@@ -49,6 +48,8 @@ WRITER_STOP_SECONDS = 120.0
 """How long the writer gets to drain and write its final snapshot before SIGKILL."""
 RESPAWN_PAUSE_SECONDS = 1.0
 """A process that died this soon after its start is forked again only after this pause."""
+_SOCKET_PATH_LIMIT = 100
+"""Bytes of a unix socket's path that fit ``sun_path`` (108) with the ``-http`` variant."""
 _PR_SET_PDEATHSIG = 1
 _SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT}
 
@@ -75,15 +76,16 @@ RoleMain = Callable[[Config, list[socket.socket], Role], None]
 
 
 def writer_socket_path(data_dir: str) -> str:
-    """``<data_dir>/run/writer.sock``, or, where that path is too long for a unix socket, a
-    name in the temp dir derived from the data dir."""
+    """``<data_dir>/run/writer.sock``, or, where that path is too long for a unix socket, the
+    same name in a new private directory of the temp dir. Only the server's user can reach
+    either (the directories are 0700)."""
     run_dir = os.path.join(data_dir, RUN_DIRNAME)
     os.makedirs(run_dir, mode=0o700, exist_ok=True)
+    os.chmod(run_dir, 0o700)
     path = os.path.join(run_dir, SOCKET_NAME)
-    if len(path.encode()) < 100:
+    if len(path.encode()) < _SOCKET_PATH_LIMIT:
         return path
-    digest = hashlib.sha256(os.path.abspath(data_dir).encode()).hexdigest()[:16]
-    return os.path.join(tempfile.gettempdir(), f"service-{digest}.sock")
+    return os.path.join(tempfile.mkdtemp(prefix="service-"), SOCKET_NAME)
 
 
 def forward_socket_path(socket_path: str) -> str:
