@@ -6,6 +6,11 @@ written nothing. Then: replay the journal (engine), bootstrap on a fresh data di
 video job runner (it reruns unfinished jobs), serve. SIGTERM or SIGINT: stop accepting, let
 in-flight requests finish (bounded), kill the video workers (their jobs rerun at the next
 start), stop the image render workers, write a final snapshot and close the journal.
+
+With ``SERVICE_WORKERS`` > 1, ``main`` becomes the supervisor of that many serving processes
+(``service.procs``) and ``serve`` runs in each with its role: the writer does all of the above
+and also listens for its workers' commits; a worker runs a ``WorkerEngine`` (the shared index,
+commits through the writer), forwards the writer-only routes and runs no background work.
 """
 
 from __future__ import annotations
@@ -45,7 +50,11 @@ from service.procs.notes import NotedPerformance
 from service.procs.supervisor import Role, forward_socket_path, supervise
 from service.procs.worker_engine import WorkerEngine
 from service.procs.writer_link import WriterLink
-from service.procs.writer_service import CommitService
+from service.procs.writer_service import (
+    STALE_READERS_SECONDS,
+    CommitService,
+    clear_stale_readers,
+)
 from service.startup import StartupError, bind_listener, claim_data_dir
 from service.timefmt import now_ms
 from service.upkeep_metrics import UpkeepCollector
@@ -152,6 +161,7 @@ async def serve(
         if role is not None:
             commits = CommitService(engine, performance, role.socket_path)
             await commits.start()
+            engine.add_background_job(STALE_READERS_SECONDS, lambda: clear_stale_readers(engine))
             internal = make_http_server(app, config, ctx, xheaders=True)
             internal.add_socket(bind_unix_socket(forward_socket_path(role.socket_path), 0o600))
             servers.append(internal)

@@ -82,6 +82,8 @@ def open_index(fs: FileSystem, data_dir: str) -> tuple[LmdbObjectIndex, str | No
         index = LmdbObjectIndex(path)
     if reason is not None:
         index.wipe()
+    if fs.exists(marker + ".tmp"):
+        fs.unlink(marker + ".tmp")  # a crash came between its creation and its rename
     out = fs.create(marker + ".tmp")
     try:
         out.write(current.encode())

@@ -96,3 +96,17 @@ class CommitService:
         if not out.is_closing():
             with contextlib.suppress(ConnectionError):
                 out.write(pack(message))
+
+
+STALE_READERS_SECONDS = 10.0
+"""How often the writer frees the LMDB reader slots of processes that died mid-read."""
+
+
+async def clear_stale_readers(engine: Engine) -> None:
+    """A worker SIGKILLed inside a read transaction leaves its slot in LMDB's reader table,
+    which would pin old pages (the index would only grow) until someone clears it."""
+    index = engine.index
+    if index is not None:
+        cleared = await engine.run_blocking(index.env.reader_check)
+        if cleared:
+            log.info("cleared %d stale index reader slots", cleared)
