@@ -56,7 +56,8 @@ class Config:
     metrics_public: bool = False
     """Serve GET /api/v1/metrics without credentials."""
     max_concurrent_uploads: int = 64
-    """Request bodies streamed at once; beyond it a PUT gets 503 with Retry-After."""
+    """Request bodies streamed at once by each serving process; beyond it a PUT gets 503 with
+    Retry-After."""
     max_uploads_per_user: int = 16
     """Request bodies one user (all its keys, tokens and presigned URLs) streams at once;
     beyond it that user's PUT gets 503 with Retry-After, so slow uploads of one user never

@@ -136,7 +136,7 @@ async def serve(
     link = WriterLink(role.socket_path) if role is not None and worker else None
     engine = Engine(config, fs=fs) if link is None else WorkerEngine(config, link, fs=fs)
     performance = PerformanceRecorder() if link is None else NotedPerformance(link)
-    if role is not None and role.writer:
+    if role is not None and role.workers_running:
         engine.startup_gc_grace = config.gc_grace  # workers may be promoting payloads
     metrics = Metrics(
         bucket_usage=lambda: bucket_usage_rows(engine),

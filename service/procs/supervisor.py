@@ -62,6 +62,8 @@ class Role:
     socket_path: str
     metrics_dir: str
     ready_fd: int | None = None
+    workers_running: bool = False
+    """The writer starts while workers serve (a restart): they may be promoting payloads."""
 
     def ready(self) -> None:
         """This process serves and handles SIGTERM now: let a pending SIGTERM in, and tell
@@ -167,7 +169,9 @@ class _Supervisor:
     def _start_writer(self) -> bool:
         """Fork the writer and wait until it is ready; False if it died first."""
         read_fd, write_fd = os.pipe()
-        self._writer = self._fork(Role(True, self._socket_path, self._metrics_dir, write_fd))
+        self._writer = self._fork(
+            Role(True, self._socket_path, self._metrics_dir, write_fd, bool(self._workers))
+        )
         os.close(write_fd)
         _say(f"the metadata writer is process {self._writer}")
         try:

@@ -38,7 +38,9 @@ from service.procs.writer_link import WriterLink
 log = logging.getLogger("service.procs")
 
 QUARANTINE_RELOAD_SECONDS = 5.0
-"""How often the writer's quarantine (scrub, startup verification) is read again."""
+"""How often the writer's quarantine is read again from disk (the writer also tells of each
+payload it quarantines as it does, over the commit socket; this catches what a restart of
+either lost)."""
 
 
 class WorkerEngine(Engine):
@@ -48,6 +50,7 @@ class WorkerEngine(Engine):
         super().__init__(config, fs=fs)
         self._link = link
         self.key_usage = NotedKeyUsage(link)
+        link.on_note = self._on_note
         self._seen = -1
         self._check_due = True
         self._current = MetaState()
@@ -88,7 +91,12 @@ class WorkerEngine(Engine):
         await self._reload_quarantine()
         self.add_background_job(QUARANTINE_RELOAD_SECONDS, self._reload_quarantine)
 
+    def _on_note(self, note: dict[str, Any]) -> None:
+        """The writer quarantined payloads (its scrub): refuse them from now on."""
+        self.quarantined.update(note.get("quarantined", ()))
+
     async def _reload_quarantine(self) -> None:
+        await self._link.connect()
         self.quarantined = await self.run_blocking(self.integrity.quarantined_ids)
 
     async def commit(self, event: dict[str, Any]) -> Outcome:

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from service.engine_errors import NotServingError
@@ -43,8 +44,14 @@ RETRY_SECONDS = 1
 class _Connection:
     """One connection to the writer and the commits awaiting an answer on it."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        on_note: Callable[[dict[str, Any]], None],
+    ) -> None:
         self.writer = writer
+        self._on_note = on_note
         self.pending: dict[int, asyncio.Future[list[Any]]] = {}
         self.reading = asyncio.get_running_loop().create_task(self._read(reader))
 
@@ -56,6 +63,9 @@ class _Connection:
         try:
             while True:
                 frame = await read_frame(reader)
+                if frame[0] == NOTE_ID:
+                    self._on_note(frame[1])
+                    continue
                 future = self.pending.get(frame[0])
                 if future is not None and not future.done():
                     future.set_result(frame)
@@ -82,6 +92,8 @@ class WriterLink:
         self._connecting: asyncio.Lock | None = None
         self._ids = itertools.count(1)
         self._notes: dict[str, Any] | None = None
+        self.on_note: Callable[[dict[str, Any]], None] = lambda note: None
+        """Told of the writer's notes (payloads it quarantined)."""
 
     def note_use(self, access_key_id: str, at_ms: int) -> None:
         """An access key was used (the writer keeps every process's uses and journals them)."""
@@ -133,6 +145,12 @@ class WriterLink:
             return decode_outcome(reply[2])
         raise decode_error(reply[2:])
 
+    async def connect(self) -> None:
+        """Connect now if not connected (so the writer's notes reach this process); a writer
+        that is away is tried again at the next call."""
+        with contextlib.suppress(NotServingError):
+            await self._connect()
+
     async def close(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
@@ -154,5 +172,5 @@ class WriterLink:
                     raise NotServingError(
                         "the metadata writer is restarting", RETRY_SECONDS
                     ) from None
-                self._connection = _Connection(reader, writer)
+                self._connection = _Connection(reader, writer, self.on_note)
             return self._connection

@@ -7,8 +7,10 @@ only after the index transaction holding the record committed (the journal's bat
 runs before any appender resumes), so a worker that reads the index after the answer sees the
 write: read-your-writes across processes.
 
-Workers also send notes there (``service.procs.notes``): access keys' uses, which the writer
-journals with its own, and request figures for its ``system/performance``.
+The writer tells every connected worker of each payload it quarantines (the scrub), so no
+process serves it from the next request on. Workers also send notes there
+(``service.procs.notes``): access keys' uses, which the writer journals with its own, and
+request figures for its ``system/performance``.
 
 The socket lives in a directory only the server's user may enter (``run/`` in the data dir).
 
@@ -20,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from service.api_errors import ApiError
@@ -48,9 +52,18 @@ class CommitService:
         self.path = path
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._peers: set[asyncio.StreamWriter] = set()
 
     async def start(self) -> None:
+        self._engine.quarantined = _Quarantine(self._engine.quarantined, self._tell_quarantined)
         self._server = await asyncio.start_unix_server(self._serve, path=self.path)
+
+    def _tell_quarantined(self, payload_ids: list[str]) -> None:
+        """Workers refuse a quarantined payload from the next request on."""
+        frame = pack([NOTE_ID, {"quarantined": payload_ids}])
+        for peer in list(self._peers):
+            if not peer.is_closing():
+                peer.write(frame)
 
     async def stop(self) -> None:
         """Stop listening; commits already received finish and are answered."""
@@ -60,6 +73,7 @@ class CommitService:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._peers.add(writer)
         try:
             while True:
                 frame = await read_frame(reader)
@@ -74,6 +88,7 @@ class CommitService:
         except (FrameError, ValueError) as exc:
             log.error("a worker sent a malformed frame (%s); closing its connection", exc)
         finally:
+            self._peers.discard(writer)
             writer.close()
 
     def _observe(self, notes: dict[str, Any]) -> None:
@@ -96,6 +111,23 @@ class CommitService:
         if not out.is_closing():
             with contextlib.suppress(ConnectionError):
                 out.write(pack(message))
+
+
+class _Quarantine(set[str]):
+    """The writer's quarantined payload ids, telling the workers of each one added."""
+
+    def __init__(self, ids: set[str], on_add: Callable[[list[str]], None]) -> None:
+        super().__init__(ids)
+        self._on_add = on_add
+
+    def add(self, payload_id: str) -> None:
+        super().add(payload_id)
+        self._on_add([payload_id])
+
+    def __ior__(self, other: AbstractSet[str]) -> _Quarantine:  # type: ignore[override,misc]
+        super().__ior__(other)
+        self._on_add(list(other))
+        return self
 
 
 STALE_READERS_SECONDS = 10.0

@@ -170,8 +170,11 @@ class KillKit:
         self.unchecked: list[tuple[str, tuple[Thing, ...]]] = []
         self.tally = Tally()
         self.label = "setup"
-        self.running: tuple[str | None, str] | None = None
-        """(crash point spec, durability) of the running server; None while it is down."""
+        self.serving_killed = False
+        """A serving process was SIGKILLed alone this cycle: 503 + Retry-After is allowed."""
+        self.running: tuple[str | None, str, int] | None = None
+        """(crash point spec, durability, serving processes) of the running server; None
+        while it is down."""
         self.serial = itertools.count()
         self.receiver = Receiver()
         self.acked_digests: set[str] = set()
@@ -204,6 +207,8 @@ class KillKit:
     def outcome(self, reply: Reply, what: str, expected: int) -> str:
         """The fate of ``reply``; any answer but ``expected`` from a live server is a
         problem: this workload never sends a request the server should refuse or fail."""
+        if self.serving_killed and reply.status == 503 and "Retry-After" in reply.headers:
+            return reply.fate  # a commit while the writer recovers (``tests.crash.killprocs``)
         if reply.status not in (None, 0, expected):
             detail = reply.content[:300].decode(errors="replace")
             self.problem(f"{what}: expected {expected}, got {reply.status} {detail}")
@@ -301,6 +306,7 @@ class KillKit:
     def run(self, number: int, cycle: Cycle) -> None:
         """One cycle: start, load, kill, (startup crash), restart, check."""
         self.label = f"cycle {number}: {cycle.describe()}"
+        self.serving_killed = False
         processes = PROCESSES if cycle.victim else 1
         self.serve(f"{cycle.arm}:{cycle.nth}" if cycle.arm else None, cycle.durability, processes)
         if cycle.arm:
@@ -334,6 +340,7 @@ class KillKit:
         wait = ARM_DEADLINE if cycle.arm else self.rng.uniform(*self.kill_delay)
         if cycle.victim:
             time.sleep(wait)
+            self.serving_killed = True
             problem = kill_serving_process(self.proc, cycle.victim)
             if problem:
                 self.problem(problem)
