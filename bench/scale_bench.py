@@ -37,6 +37,7 @@ from bench import REPO, Profile, Row, scratch_dir
 from bench.loadgen import LoadSpec, basic_auth, run_load
 from service.config import Config
 from service.engine import Engine
+from service.http.bucket_handlers import encode_cursor
 from service.index.opening import INDEX_DIRNAME
 from service.meta import events
 from tests.serverproc import ServerProcess
@@ -44,7 +45,7 @@ from tests.serverproc import ServerProcess
 SIZES = {"full": 1_000_000, "quick": 100_000, "smoke": 2_000}
 ANCHOR_COMMIT = "8c42459"
 """The last commit before the index: the in-memory design."""
-CONCURRENT_COMMITS = 256
+CONCURRENT_COMMITS = 2048
 BUCKET = "scale"
 PROBE_KEY = "probe-4k"
 """A real 4 KiB object (the populated ones name no payload file) for the GET load."""
@@ -57,7 +58,7 @@ def object_key(index: int) -> str:
 async def _populate(data_dir: str, count: int) -> None:
     config = Config(
         data_dir=data_dir,
-        durability="strict",
+        durability="balanced",
         gc_interval=1e9,
         snapshot_interval=1e9,
         snapshot_every=10**9,
@@ -129,7 +130,8 @@ def _timed_start(server: TreeServer) -> float:
 
 
 def _page_ms(server: TreeServer, client: httpx.Client, start_after: str | None) -> float:
-    params = {"limit": "1000", **({"start_after": start_after} if start_after else {})}
+    cursor = {"cursor": encode_cursor(start_after)} if start_after else {}
+    params = {"limit": "1000", **cursor}
     times = []
     for _ in range(5):
         started = time.perf_counter()
@@ -154,7 +156,7 @@ def measure(root: Path, data_dir: Path, count: int, seconds: float) -> dict[str,
     assert server.process is not None
     figures["RSS, MiB"], figures["anonymous RSS, MiB"] = _memory(server.process.pid)
     with httpx.Client(auth=server.auth, timeout=60.0) as client:
-        for label, index in (("start", None), ("middle", count // 2), ("end", count - 500)):
+        for label, index in (("start", None), ("middle", count // 2), ("end", count - 1001)):
             marker = None if index is None else object_key(index)
             figures[f"1,000-key page at the {label}, ms"] = _page_ms(server, client, marker)
         probe = f"{server.api}/buckets/{BUCKET}/objects/{PROBE_KEY}"

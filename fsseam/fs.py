@@ -42,6 +42,11 @@ class WritableFile(Protocol):
         """Write all of ``data`` (looping over short writes); return its length."""
         ...
 
+    def write_at(self, offset: int, data: bytes) -> None:
+        """Overwrite bytes at ``offset`` (within what was written) without moving the write
+        position: a header whose fields are known only once the body is written."""
+        ...
+
     def fsync(self) -> None:
         """Make everything written so far durable."""
         ...
@@ -217,6 +222,12 @@ class _RealWritableFile:
             written = os.write(self._fd, view)
             view = view[written:]
         return total
+
+    def write_at(self, offset: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(self._fd, view, offset)
+            view, offset = view[written:], offset + written
 
     def fsync(self) -> None:
         os.fsync(self._fd)

@@ -645,6 +645,12 @@ class _SimWritableFile:
             self._fs._operation("write", self._path)
             return self.put(bytes(data))
 
+    def write_at(self, offset: int, data: bytes) -> None:
+        with self._fs._lock:
+            self._check()
+            self._fs._operation("write", self._path)
+            self._fs._write_at(self._node, offset, bytes(data), self._path)
+
     def put(self, data: bytes) -> int:
         """Write at the position without counting (``copy_range`` counted already)."""
         self._fs._write_at(self._node, self._position, data, self._path)

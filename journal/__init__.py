@@ -15,6 +15,7 @@ from journal.errors import (
     JournalCorruptionError,
     JournalError,
     JournalFailedError,
+    SnapshotDamagedError,
 )
 from journal.journal import Journal
 from journal.model import JournalOptions, JournalStats, Record, Snapshot
@@ -31,4 +32,5 @@ __all__ = [
     "RealFileSystem",
     "Record",
     "Snapshot",
+    "SnapshotDamagedError",
 ]

@@ -5,6 +5,7 @@
     JournalError                    base of everything the journal raises on purpose
     ├── JournalCorruptionError      opening found damage to records known to be durable
     ├── JournalFailedError          a write or fsync failed earlier: the journal is fail-stop
+    ├── SnapshotDamagedError        a snapshot read unverified at open failed its check later
     └── JournalClosedError          append after close()
 
 Why a corruption error instead of silent truncation: a torn tail after a crash is normal and
@@ -43,3 +44,9 @@ class JournalFailedError(JournalError):
 
 class JournalClosedError(JournalError):
     """The journal was closed."""
+
+
+class SnapshotDamagedError(JournalError):
+    """The snapshot's data does not match its checksum (read after an open that checked only
+    its header: ``JournalOptions(verify_snapshot=False)``). Open again with verification to
+    fall back to an older snapshot."""

@@ -29,7 +29,7 @@ import concurrent.futures
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -269,8 +269,10 @@ class Journal:
             self._fail(exc, [])
             raise self._failed_error() from exc
 
-    async def write_snapshot(self, sequence: int, data: bytes) -> None:
-        """Store ``data``, the caller's state with every record up to ``sequence`` applied.
+    async def write_snapshot(self, sequence: int, data: bytes | Iterable[bytes]) -> int:
+        """Store ``data``, the caller's state with every record up to ``sequence`` applied:
+        bytes, or chunks streamed to the file as the iterable yields them (on the journal's
+        thread, never joined in memory). Returns the snapshot's crc (``Snapshot.crc``).
 
         ``sequence`` must be an acknowledged sequence, not below the current snapshot's.
         Once the new snapshot is durable, snapshots other than it and its predecessor are
@@ -294,7 +296,7 @@ class Journal:
                     raise self._failed_error() from exc
             created_at = time.time()
             try:
-                await self._run(
+                _, crc = await self._run(
                     write_snapshot_file, self._fs, self._directory, sequence, created_at, data
                 )
             except Exception as exc:
@@ -305,6 +307,7 @@ class Journal:
             self._snapshot_sequence = sequence
             self._snapshot_at = created_at
             self._snapshot_bytes = await self._run(self._cleanup, sequence, previous)
+            return crc
 
     def _discard_temp(self, sequence: int) -> None:
         temp = os.path.join(self._directory, snapshot_name(sequence) + TEMP_SUFFIX)
@@ -346,6 +349,13 @@ class Journal:
             appends=self._appends,
             batches=self._batches,
         )
+
+    def close_unused(self) -> None:
+        """Close a journal nothing was appended to, from any one thread (blocking): the
+        caller opens it again (with other options) before serving."""
+        self._writer.close()
+        if self._owns_executor:
+            self._executor.shutdown(wait=False)
 
     async def close(self) -> None:
         """Commit what is queued, fsync, and release the files and the owned executor."""

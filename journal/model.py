@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from fsseam.fs import FileSystem
+
 Durability = Literal["strict", "balanced"]
 
 # The record header stores the body length in 32 bits.
@@ -27,6 +29,10 @@ class JournalOptions:
     resolves it once write() handed the batch to the OS (a power loss may lose the newest
     records, never reorder or corrupt them). ``segment_bytes``: a segment is closed and a new
     one started once it reaches this size (tests shrink it to exercise rolling).
+    ``verify_snapshot``: read every byte of the newest snapshot at open to check its crc
+    (falling back to an older one when it is damaged); when false, only its header is
+    checked at open and the data when it is read (``SnapshotDamagedError``), for a caller
+    that usually never reads it (the server, whose index is a newer checkpoint).
     ``max_record_bytes``: the largest event body accepted by ``append`` and the bound a
     record's length field must respect before the reader trusts it. ``repair``: accept the
     loss of damaged durable records at open (the cut bytes are kept in ``.broken-*`` files)
@@ -39,6 +45,7 @@ class JournalOptions:
     max_record_bytes: int = 16 * 1024 * 1024
     repair: bool = False
     executor: concurrent.futures.Executor | None = None
+    verify_snapshot: bool = True
 
     def __post_init__(self) -> None:
         if self.durability not in ("strict", "balanced"):
@@ -57,14 +64,26 @@ class Record:
     event: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Snapshot:
-    """Serialised state as of ``sequence`` (every record up to it applied)."""
+    """Serialised state as of ``sequence`` (every record up to it applied), in a file: the
+    data is read (and checked against ``crc``) only when asked for, never kept in memory."""
 
     sequence: int
-    data: bytes
     created_at: float
     """Unix seconds when the snapshot was written."""
+    length: int
+    crc: int
+    """The crc32c the file's header holds for the data: names this snapshot's content."""
+    path: str
+    fs: FileSystem
+
+    @property
+    def data(self) -> bytes:
+        """The snapshot's bytes (read now); ``SnapshotDamagedError`` if they fail the crc."""
+        from journal.snapshot import read_snapshot_data
+
+        return read_snapshot_data(self)
 
 
 @dataclass(frozen=True, slots=True)

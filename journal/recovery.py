@@ -81,7 +81,7 @@ def recover(fs: FileSystem, directory: str, options: JournalOptions) -> Recovery
     started = time.perf_counter()
     make_dirs_durably(fs, directory)  # a new log must not vanish with its directory
     _remove_stale_temps(fs, directory)
-    snapshot, snapshot_bytes, claims = _choose_snapshot(fs, directory)
+    snapshot, snapshot_bytes, claims = _choose_snapshot(fs, directory, options.verify_snapshot)
     base = snapshot.sequence if snapshot is not None else 0
 
     segments = list_segments(fs, directory)
@@ -144,7 +144,9 @@ def _remove_stale_temps(fs: FileSystem, directory: str) -> None:
             fs.unlink(os.path.join(directory, name))  # a snapshot never renamed into place
 
 
-def _choose_snapshot(fs: FileSystem, directory: str) -> tuple[Snapshot | None, int, int]:
+def _choose_snapshot(
+    fs: FileSystem, directory: str, verify: bool
+) -> tuple[Snapshot | None, int, int]:
     """The newest valid snapshot, the bytes of all snapshot files, the highest sequence seen.
 
     A snapshot file under its final name was fsynced before it was renamed there, so even a
@@ -154,7 +156,7 @@ def _choose_snapshot(fs: FileSystem, directory: str) -> tuple[Snapshot | None, i
     total = sum(fs.stat(path).size for _, path in snapshots)
     claims = snapshots[0][0] if snapshots else 0
     for sequence, path in snapshots:
-        snapshot = load_snapshot(fs, path, sequence)
+        snapshot = load_snapshot(fs, path, sequence, verify)
         if snapshot is not None:
             return snapshot, total, claims
         logger.warning("snapshot %s is damaged; falling back to an older one", path)

@@ -9,11 +9,13 @@ A snapshot file ``snapshot-<sequence, 20 digits>.snap`` holds::
     length      u64 LE    length of data
     data        length bytes, opaque to the journal
 
-It is written as ``<name>.tmp``, fsynced, renamed into place and the directory fsynced
+It is written as ``<name>.tmp`` (the data streamed, the header last, over a placeholder),
+fsynced, renamed into place and the directory fsynced
 (etcd's ``cut()`` pattern), so a crash leaves either the old set of snapshots or the new
 one, never a half-written file under a final name. The crc catches later damage (bit rot, a
 bad sector); opening then falls back to the previous snapshot, which is why the journal
-keeps two.
+keeps two. The data is never held in memory by the journal: opening checks it in chunks (or
+only the header, ``verify_snapshot=False``) and ``Snapshot.data`` reads it when asked.
 
 Thread-safety: functions only; the journal runs writers one at a time in its executor.
 """
@@ -22,11 +24,13 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterable
 
 import crc32c
 
 from fsseam import crashpoints
-from fsseam.fs import FileSystem
+from fsseam.fs import FileSystem, ReadableFile
+from journal.errors import SnapshotDamagedError
 from journal.model import Snapshot
 
 SNAPSHOT_PREFIX = "snapshot-"
@@ -38,6 +42,9 @@ _COVERED = struct.Struct("<QdQ")
 _CRC = struct.Struct("<I")
 HEADER_SIZE = _HEADER.size
 _DIGITS = 20
+_CASTAGNOLI = 0x82F63B78
+"""crc32c's polynomial, bit-reflected."""
+READ_CHUNK = 1024 * 1024
 
 
 def snapshot_name(sequence: int) -> str:
@@ -70,19 +77,9 @@ def list_snapshots(fs: FileSystem, directory: str) -> list[tuple[int, str]]:
     return found
 
 
-def snapshot_header(sequence: int, created_at: float, data: bytes) -> bytes:
-    """The 32 bytes that precede ``data`` in a snapshot file."""
-    covered = _COVERED.pack(sequence, created_at, len(data))
-    crc = crc32c.crc32c(data, crc32c.crc32c(covered))
-    return MAGIC + _CRC.pack(crc) + covered
-
-
-def load_snapshot(fs: FileSystem, path: str, sequence: int) -> Snapshot | None:
-    """Read and verify one snapshot file; None if it is damaged in any way.
-
-    The header is read first and the data in one read of exactly its length, so a large
-    snapshot is held in memory once.
-    """
+def load_snapshot(fs: FileSystem, path: str, sequence: int, verify: bool = True) -> Snapshot | None:
+    """Check one snapshot file; None if it is damaged in any way (``verify``: its data is
+    read, in chunks, and checked against the crc; else only the header is checked)."""
     file = fs.open_read(path)
     try:
         header = file.read(HEADER_SIZE)
@@ -91,21 +88,94 @@ def load_snapshot(fs: FileSystem, path: str, sequence: int) -> Snapshot | None:
         magic, stored_crc, stored_sequence, created_at, length = _HEADER.unpack(header)
         if magic != MAGIC or stored_sequence != sequence or file.size() != HEADER_SIZE + length:
             return None
-        data = file.read(length)
+        if verify and _data_crc(file, header, length) != stored_crc:
+            return None
     finally:
         file.close()
-    if len(data) != length or crc32c.crc32c(data, crc32c.crc32c(header[8:])) != stored_crc:
-        return None
-    return Snapshot(sequence=sequence, data=data, created_at=created_at)
+    return Snapshot(sequence, created_at, length, stored_crc, path, fs)
+
+
+def _data_crc(file: ReadableFile, header: bytes, length: int) -> int | None:
+    """The crc of the header's covered fields and the next ``length`` bytes (None: short)."""
+    crc = crc32c.crc32c(header[8:])
+    remaining = length
+    while remaining:
+        chunk = file.read(min(remaining, READ_CHUNK))
+        if not chunk:
+            return None
+        crc = crc32c.crc32c(chunk, crc)
+        remaining -= len(chunk)
+    return crc
+
+
+def read_snapshot_data(snapshot: Snapshot) -> bytes:
+    """The snapshot's data, checked against its crc (``SnapshotDamagedError``)."""
+    file = snapshot.fs.open_read(snapshot.path)
+    try:
+        header = file.read(HEADER_SIZE)
+        data = file.read(snapshot.length)
+    finally:
+        file.close()
+    crc = crc32c.crc32c(data, crc32c.crc32c(header[8:]))
+    if len(header) < HEADER_SIZE or header[:4] != MAGIC or len(data) != snapshot.length:
+        raise SnapshotDamagedError(f"snapshot {snapshot.path} is shorter than its header says")
+    if crc != snapshot.crc or _CRC.unpack(header[4:8])[0] != snapshot.crc:
+        raise SnapshotDamagedError(f"snapshot {snapshot.path} fails its checksum")
+    return data
+
+
+def _times(matrix: list[int], vector: int) -> int:
+    total, row = 0, 0
+    while vector:
+        if vector & 1:
+            total ^= matrix[row]
+        vector >>= 1
+        row += 1
+    return total
+
+
+def _square(matrix: list[int]) -> list[int]:
+    return [_times(matrix, matrix[n]) for n in range(32)]
+
+
+def _combine(first: int, second: int, second_length: int) -> int:
+    """crc32c(a + b) from crc32c(a), crc32c(b) and len(b) (zlib's ``crc32_combine``: the
+    operator that appends zero bits, as 32x32 matrices over GF(2), squared per bit of the
+    length), so the header's crc is known without reading the streamed data again."""
+    if second_length == 0:
+        return first
+    odd = [_CASTAGNOLI] + [1 << n for n in range(31)]  # one zero bit
+    even = _square(odd)  # two
+    odd = _square(even)  # four
+    while True:
+        even = _square(odd)  # one zero byte, then 4, 16, ...
+        if second_length & 1:
+            first = _times(even, first)
+        second_length >>= 1
+        if not second_length:
+            break
+        odd = _square(even)
+        if second_length & 1:
+            first = _times(odd, first)
+        second_length >>= 1
+        if not second_length:
+            break
+    return first ^ second
 
 
 def write_snapshot_file(
-    fs: FileSystem, directory: str, sequence: int, created_at: float, data: bytes
-) -> str:
-    """Write a snapshot durably and atomically; return its path.
+    fs: FileSystem,
+    directory: str,
+    sequence: int,
+    created_at: float,
+    data: bytes | Iterable[bytes],
+) -> tuple[str, int]:
+    """Write a snapshot durably and atomically; return its path and its crc.
 
-    Both durability modes fsync here: segments are deleted on the strength of this file, so
-    it must be on disk before its name is.
+    ``data`` is the bytes or, for a large state, an iterable of chunks written as they come
+    (never joined in memory): the header, whose length and crc are known only at the end,
+    is written last, over its placeholder. Both durability modes fsync here: segments are
+    deleted on the strength of this file, so it must be on disk before its name is.
     """
     path = os.path.join(directory, snapshot_name(sequence))
     temp = path + TEMP_SUFFIX
@@ -113,8 +183,17 @@ def write_snapshot_file(
         fs.unlink(temp)  # left by a crash mid-write; never renamed, so never trusted
     file = fs.create(temp)
     try:
-        file.write(snapshot_header(sequence, created_at, data))
-        file.write(data)
+        file.write(bytes(HEADER_SIZE))
+        crc = 0
+        length = 0
+        for chunk in [data] if isinstance(data, bytes) else data:
+            if chunk:
+                file.write(chunk)
+                crc = crc32c.crc32c(chunk, crc)
+                length += len(chunk)
+        covered = _COVERED.pack(sequence, created_at, length)
+        crc = _combine(crc32c.crc32c(covered), crc, length)  # crc32c(covered + data)
+        file.write_at(0, MAGIC + _CRC.pack(crc) + covered)
         file.fsync()  # the data must be durable before the rename can expose it
     finally:
         file.close()
@@ -122,4 +201,4 @@ def write_snapshot_file(
     fs.rename(temp, path)
     crashpoints.hit("journal.snapshot.after_rename")
     fs.fsync_dir(directory)  # make the rename itself durable before anything relies on it
-    return path
+    return path, crc

@@ -15,9 +15,11 @@ release): the failed record may survive and name its payload.
 
 Balanced durability adds two rules (``docs/durability.md``): a payload file is unlinked only
 once the record that released it is durable (releases and the GC sync the journal first),
-and the payloads a snapshot covers are fsynced before it is written. After an unclean
-start the payloads named by records after the snapshot are verified and bad ones are
-quarantined (``service.storage.integrity``); ``quarantined`` lists them for the readers.
+and the payloads a snapshot covers are fsynced before it is written; every
+``CHECKPOINT_SECONDS`` a checkpoint fsyncs those named since the last one and records the
+sequence they reach. After an unclean start the payloads named by records after that
+checkpoint (and the snapshot) are verified and bad ones are quarantined
+(``service.storage.integrity``); ``quarantined`` lists them for the readers.
 
 Thread-safety: all methods run on the event-loop thread; blocking work goes to
 ``self.executor``.
@@ -31,9 +33,9 @@ import logging
 import os
 import signal
 import time
-import zlib
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
 from fsseam import crashpoints
@@ -45,6 +47,7 @@ from journal import (
     JournalFailedError,
     JournalOptions,
     Record,
+    SnapshotDamagedError,
 )
 from service.config import Config
 from service.engine_errors import (
@@ -65,7 +68,7 @@ from service.index.opening import (
     rest_of,
 )
 from service.key_usage import KeyUsage
-from service.meta import MetaState, Outcome, decode_snapshot, encode_snapshot, events, freeze
+from service.meta import MetaState, Outcome, decode_snapshot, events, freeze, iter_snapshot
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 
 log = logging.getLogger("service.engine")
@@ -89,6 +92,7 @@ class Engine:
         ``SimFileSystem`` and its manual clock, which the payload store's grace periods and
         staging TTL must read so that a test can age files."""
         self.config = config
+        self._clock = clock
         self.fs: FileSystem = fs or RealFileSystem()
         # Created durably before anything goes into it: a power loss must not take the
         # data directory's own entry, and with it every synced file inside.
@@ -142,14 +146,17 @@ class Engine:
         """Multipart sessions whose join is running (parts and aborts wait for it)."""
         self._strict = config.durability == "strict"
         self._unsynced_payloads: set[str] = set()
-        """Balanced: payloads named by records since the last snapshot (fsynced before it)."""
+        """Balanced: payloads named by records since the last checkpoint or snapshot (fsynced
+        by the next one)."""
         self._release_queue: list[str] = []
         self._release_task: asyncio.Task[None] | None = None
         self._removals: set[asyncio.Future[int]] = set()
+        self.start_sweep: asyncio.Task[None] | None = None
+        """The pass that removes the orphans a crash left, started after the start."""
         self.startup_gc_grace = 0.0
-        """Age below which the start's orphan sweep keeps a payload: 0 when nothing is in
-        flight at a start; the GC's grace when worker processes may be promoting payloads
-        (``service.procs``)."""
+        """Age below which the start's orphan sweep keeps a payload even if older than the
+        start: 0 when nothing was in flight at the start; the GC's grace when worker
+        processes may be promoting payloads (``service.procs``)."""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -165,29 +172,30 @@ class Engine:
         crashpoints.hit("engine.after_replay")
         self.quarantined = await self.run_blocking(self.integrity.quarantined_ids)
         await self.run_blocking(self.integrity.finish_quarantine, self.quarantined)
-        referenced = self.state.referenced_payloads()
         if recent is not None:
-            bad = await self.run_blocking(self._verify_recent, recent, referenced)
+            recent = {p: facts for p, facts in recent.items() if self.state.holds_payload(p)}
+            bad = await self.run_blocking(self._verify_recent, recent)
             self.quarantined |= bad
         removed_staging = await self.run_blocking(self.store.sweep_staging, self.config.staging_ttl)
-        gc = await self.run_blocking(
-            self.store.collect_garbage, referenced.__contains__, self.startup_gc_grace
-        )
         self._observe_gc("staging", removed_staging)
-        self._observe_gc("payload", gc.removed)
-        await self._release_quarantine(referenced)
+        await self._release_quarantine()
         if not self._strict:
-            await self.run_blocking(self.integrity.mark_unsynced)
+            # Everything named so far is on disk: verified and synced just now, or covered
+            # by the last checkpoint, the snapshot or a clean stop.
+            await self.run_blocking(self.integrity.mark_unsynced, journal.stats().last_sequence)
+            self.add_background_job(CHECKPOINT_SECONDS, self.checkpoint)
         elif recent is not None:
             await self.run_blocking(self.integrity.clear_unsynced_mark)
         log.info(
-            "replayed journal to sequence %d in %.3f s; removed %d stale staging files "
-            "and %d orphan payloads",
+            "replayed journal to sequence %d in %.3f s; removed %d stale staging files",
             journal.stats().last_sequence,
             self.replay_seconds,
             removed_staging,
-            gc.removed,
         )
+        # Orphans a crash left: a walk of every payload file, so after the start (it
+        # would scale with the data), collecting only files older than this start.
+        self.start_sweep = asyncio.create_task(self._sweep_after_start(self._clock()))
+        self._background.append(self.start_sweep)
         self.add_background_job(self.config.gc_interval, self.collect_garbage)
         self.add_background_job(self.config.snapshot_interval, self.maybe_snapshot)
         self.add_background_job(FLUSH_SECONDS, lambda: self.events.flush(self.run_blocking))
@@ -204,8 +212,12 @@ class Engine:
         options = JournalOptions(
             durability=self.config.durability,
             segment_bytes=self.config.journal_segment_bytes,
+            # With the index, the snapshot is read only to rebuild it: its crc is checked then.
+            verify_snapshot=not self._use_index,
         )
-        unclean = self.integrity.unsynced_marked()
+        # None: the last run stopped cleanly; else the records after this sequence may name
+        # payloads that never reached the disk (the last checkpoint: see ``checkpoint``).
+        unclean = self.integrity.unsynced_checkpoint()
         journal = Journal.open(self.config.journal_dir, options, self.fs)
         self.events.open(journal.snapshot.sequence if journal.snapshot else 0)
         if not self._use_index:
@@ -213,26 +225,41 @@ class Engine:
             return journal, state, self._replay(journal, state, 0, None, unclean)
         index, reason = open_index(self.fs, self.config.data_dir)
         self.index = index
-        state, applied, check = load_state(index, reason, journal)
         try:
+            state, applied, check = load_state(index, reason, journal)
             return journal, state, self._replay(journal, state, applied, check, unclean)
-        except IndexMismatchError as exc:
+        except (IndexMismatchError, SnapshotDamagedError) as exc:
             log.warning("rebuilding the index from the journal: %s", exc)
+        try:
             state = rebuild(index, journal)
-            base = journal.snapshot.sequence if journal.snapshot else 0
-            return journal, state, self._replay(journal, state, base, None, unclean)
+        except SnapshotDamagedError as exc:
+            log.warning("%s; opening the journal again, checking every snapshot", exc)
+            journal.close_unused()
+            options = replace(options, verify_snapshot=True)
+            journal = Journal.open(self.config.journal_dir, options, self.fs)
+            state = rebuild(index, journal)
+        base = journal.snapshot.sequence if journal.snapshot else 0
+        return journal, state, self._replay(journal, state, base, None, unclean)
 
     def _replay(
-        self, journal: Journal, state: MetaState, applied: int, check: int | None, unclean: bool
+        self,
+        journal: Journal,
+        state: MetaState,
+        applied: int,
+        check: int | None,
+        unclean: int | None,
     ) -> PayloadRefs | None:
         """Apply the records after ``applied`` (the one at ``applied`` must have CRC-32
-        ``check``, if given), one index transaction per ``REPLAY_BATCH`` records. Blocking."""
+        ``check``, if given), one index transaction per ``REPLAY_BATCH`` records; after an
+        unclean stop, collect the payloads named after the ``unclean`` checkpoint.
+        Blocking."""
         index = self.index
-        recent: PayloadRefs | None = {} if unclean else None
+        recent: PayloadRefs | None = {} if unclean is not None else None
+        verify_after = unclean or 0
         last: dict[str, Any] | None = None
         for record in journal.replay():
             event = record.event
-            if recent is not None and "payload_id" in event:
+            if recent is not None and "payload_id" in event and record.sequence > verify_after:
                 recent[event["payload_id"]] = (event["size"], event["sha256"])
             if record.sequence <= applied:
                 if record.sequence == applied and check is not None and event_crc(event) != check:
@@ -260,23 +287,34 @@ class Engine:
             index.commit(journal.stats().last_sequence, event_crc(last), rest_of(state))
         return recent
 
-    def _verify_recent(self, recent: PayloadRefs, referenced: set[str]) -> set[str]:
-        """Quarantine the referenced payloads in ``recent`` whose bytes are not what their
+    def _verify_recent(self, recent: PayloadRefs) -> set[str]:
+        """Quarantine the (referenced) payloads in ``recent`` whose bytes are not what their
         record says; fsync the good ones (the next snapshot will cover them). Blocking."""
         bad: set[str] = set()
         for payload_id, (size, sha256) in recent.items():
-            if payload_id not in referenced or payload_id in self.quarantined:
+            if payload_id in self.quarantined:
                 continue
             if not self.store.verify(payload_id, size, sha256):
                 log.error("payload %s failed verification; quarantined", payload_id)
                 self.integrity.quarantine(payload_id)
                 bad.add(payload_id)
-        self.integrity.sync_payloads(p for p in recent if p in referenced and p not in bad)
+        self.integrity.sync_payloads(p for p in recent if p not in bad)
         return bad
 
-    async def _release_quarantine(self, referenced: set[str]) -> None:
+    async def _sweep_after_start(self, started: float) -> None:
+        """Remove the payload files no record references that are older than the start
+        (nothing was in flight then; a newer file may be a PUT's between promote and
+        commit)."""
+        try:
+            # A file newer than the start is kept (``now - mtime < grace``); with no time
+            # gone by (a simulated clock), a grace of 0 collects every unreferenced file.
+            await self._collect_payloads(max(self._clock() - started, self.startup_gc_grace))
+        except (JournalError, OSError) as exc:
+            log.error("the sweep of orphan payloads after the start failed: %s", exc)
+
+    async def _release_quarantine(self) -> None:
         """Forget quarantined payloads nothing references any more."""
-        unreferenced = [p for p in self.quarantined if p not in referenced]
+        unreferenced = [p for p in self.quarantined if not self.state.holds_payload(p)]
         if unreferenced:
             await self.run_blocking(self.integrity.release_quarantined, unreferenced)
             self.quarantined.difference_update(unreferenced)
@@ -478,14 +516,14 @@ class Engine:
             try:
                 if unsynced:
                     await self.run_blocking(self.integrity.sync_payloads, unsynced)
-                data = await self.run_blocking(encode_snapshot, frozen, stored)
                 # The events up to ``sequence`` must be on disk before the records that
                 # would derive them again may go (``service.events_feed``).
                 await self.events.flush(self.run_blocking, sync=True)
-                await journal.write_snapshot(sequence, data)
+                # Encoded as the journal writes it, chunk by chunk, on its thread.
+                crc = await journal.write_snapshot(sequence, iter_snapshot(frozen, stored))
                 if index is not None and self.index is index:
                     # So that a start resuming at this snapshot knows it is this index's.
-                    index.record_snapshot(sequence, await self.run_blocking(zlib.crc32, data))
+                    index.record_snapshot(sequence, crc)
             except BaseException as exc:
                 self._unsynced_payloads |= unsynced
                 if isinstance(exc, JournalFailedError):
@@ -498,36 +536,64 @@ class Engine:
             if self.snapshot_observer is not None:
                 self.snapshot_observer(time.perf_counter() - started)
 
+    async def checkpoint(self) -> None:
+        """Balanced: fsync the payloads named since the last checkpoint, then record in the
+        marker the sequence they reach, so that a start after a power loss verifies only the
+        payloads named after it (seconds of writes, not everything since the snapshot)."""
+        journal = self.journal
+        if self._strict or journal is None or journal.failed or not self._unsynced_payloads:
+            return
+        async with self._snapshot_lock:  # a snapshot syncs the same set
+            sequence = journal.stats().last_sequence
+            unsynced, self._unsynced_payloads = self._unsynced_payloads, set()
+            try:
+                await self.run_blocking(self.integrity.sync_payloads, unsynced)
+                await self.run_blocking(self.integrity.mark_unsynced, sequence)
+            except BaseException:
+                self._unsynced_payloads |= unsynced
+                raise
+
     async def collect_garbage(self) -> None:
         """Delete payload files no record references, older than the grace period.
 
         Not while read-only: the in-memory state then lags the log (a failed record may
         survive the restart and name a file this pass would delete).
         """
+        if self.journal is None or self.read_only_reason is not None:
+            return
+        await self._collect_payloads(self.config.gc_grace)
+        removed = await self.run_blocking(self.store.sweep_staging, self.config.staging_ttl)
+        self._observe_gc("staging", removed)
+
+    async def _collect_payloads(self, grace: float) -> None:
+        """One pass over the payload files: remove those no record holds, older than
+        ``grace`` seconds. The holder is taken first (what is held now), then the journal
+        is synced, so every record that dropped a reference is durable before the file
+        goes; a payload committed meanwhile is younger than the grace."""
         journal = self.journal
         if journal is None or self.read_only_reason is not None:
             return
-        referenced = self.state.referenced_payloads()
-        if not self._strict:
-            try:
-                # Records that dropped a reference must be durable before the file goes.
-                await journal.sync()
-            except JournalFailedError as exc:
-                self._enter_read_only(f"journal sync failed: {exc}")
-                raise
-        gc = await self.run_blocking(
-            self.store.collect_garbage, referenced.__contains__, self.config.gc_grace
-        )
+        holder = self.state.payload_holder()
+        try:
+            if not self._strict:
+                try:
+                    await journal.sync()
+                except JournalFailedError as exc:
+                    self._enter_read_only(f"journal sync failed: {exc}")
+                    raise
+            gc = await self.run_blocking(self.store.collect_garbage, holder, grace)
+        finally:
+            holder.close()
         self._observe_gc("payload", gc.removed)
-        await self._release_quarantine(referenced)
-        removed = await self.run_blocking(self.store.sweep_staging, self.config.staging_ttl)
-        self._observe_gc("staging", removed)
+        await self._release_quarantine()
 
     def _observe_gc(self, kind: Literal["payload", "staging"], removed: int) -> None:
         if self.gc_observer is not None:
             self.gc_observer(kind, removed)
 
 
+CHECKPOINT_SECONDS = 5.0
+"""Balanced: how often the payloads written since the last checkpoint are fsynced."""
 REPLAY_BATCH = 10_000
 """Records replayed per index transaction at startup."""
 _OBJECT_EVENTS = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED})

@@ -10,7 +10,9 @@ records are not object events), so the log is complete for every sequence after
 ``covered_after`` = (the first file's number - 1). Each line is one event as the API shows
 it (``{"event_id", "sequence", ...}``), written in sequence order. A file is sealed after
 ``segment_events`` lines and a new one started; retention deletes whole sealed files, oldest
-first.
+first. Opening reads the last file whole (to cut a torn tail) and only the tail of each sealed
+one, whose line count is taken as ``segment_events``: a start costs the same however many
+events are kept.
 
 Durability: lines are written without an fsync (the OS keeps them across a SIGKILL); ``sync``
 fsyncs what was written, and the engine calls it before every snapshot, because the journal
@@ -39,6 +41,8 @@ log = logging.getLogger("service.events")
 
 SUFFIX = ".events"
 READ_CHUNK = 1024 * 1024
+TAIL_BYTES = 64 * 1024
+"""Bytes read from the end of a sealed file at open, for its newest event."""
 
 
 @dataclass(slots=True)
@@ -98,18 +102,46 @@ class EventLog:
         if not self._fs.exists(self._directory):
             self._fs.mkdir(self._directory)
         names = sorted(n for n in self._fs.listdir(self._directory) if n.endswith(SUFFIX))
+        numbered: list[int] = []
         for name in names:
             try:
-                first = int(name[: -len(SUFFIX)])
+                numbered.append(int(name[: -len(SUFFIX)]))
             except ValueError:
                 continue
-            self._segments.append(self._scan(Segment(first, os.path.join(self._directory, name))))
+        for position, first in enumerate(numbered):
+            segment = Segment(first, os.path.join(self._directory, segment_name(first)))
+            sealed = position < len(numbered) - 1
+            self._segments.append(self._tail(segment) if sealed else self._scan(segment))
         if not self._segments:
             self._start_segment(start_after + 1)
             # The new log's first file must outlive a crash, or the coverage would be lost.
             self._fs.fsync_dir(self._directory)
         newest = max((s.last_sequence for s in self._segments), default=0)
         self.last_sequence = max(newest, self.covered_after)
+
+    def _tail(self, segment: Segment) -> Segment:
+        """A sealed file: its newest event from the file's last line, and as many lines as
+        a file is sealed at (``segment_events``; a start reads no sealed file whole, so it
+        costs the same however many events are kept). Scanned whole if the tail has no
+        complete line."""
+        source = self._fs.open_read(segment.path)
+        try:
+            size = source.size()
+            start = max(0, size - TAIL_BYTES)
+            source.seek(start)
+            data = source.read()
+        finally:
+            source.close()
+        lines = data.splitlines(keepends=True)
+        if start > 0:
+            lines = lines[1:]  # the first may be the end of an earlier line
+        doc = _parse(lines[-1]) if lines and lines[-1].endswith(b"\n") else None
+        if doc is None:
+            return self._scan(segment)
+        segment.count = self._segment_events
+        segment.last_sequence = int(doc["sequence"])  # type: ignore[call-overload]
+        segment.last_time_ms = _time_ms(doc.get("time"))
+        return segment
 
     def _scan(self, segment: Segment) -> Segment:
         """Count the lines, note the newest, and cut anything after the last good line."""

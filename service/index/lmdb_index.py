@@ -7,6 +7,9 @@ Layout (one LMDB environment, named databases):
   updated_at, is_delete_marker]``;
 - ``visible``: ``bucket NUL key`` -> empty, for the keys whose latest version is not a
   delete marker (listings never step over deleted keys);
+- ``usage``: bucket name -> its usage (object count, bytes), for every bucket;
+- ``refs``: payload id -> how many records hold it (an empty value for one, the usual
+  case; absent for none): the GC asks it whether a payload file is referenced;
 - ``meta``: ``applied`` -> the journal sequence of the last event applied and a CRC-32 of
   that event (the "consistent index", written in the same transaction as the event's
   effects; the CRC tells this journal's record from another's), ``snapshot`` -> the
@@ -22,6 +25,11 @@ asks of a container (``irange`` from a bound, ``[key]``) over an LMDB cursor.
 
 Writes go into the batch's write transaction (``begin``/``commit``, one per journal batch)
 or, outside a batch, into a transaction of their own. Reads inside a batch see its writes.
+
+Usage and references are written by ``apply`` in the same transaction as the versions, so
+a start reads them as they are (never recounts), and a process that only reads (issue 13's
+serving processes: ``LmdbObjectIndex(path, readonly=True)``) finds everything it needs in
+the environment: versions, listings, ``usage``/``usages``, ``applied`` and ``rest``.
 
 Thread-safety: one writer at a time (the start's replay on a worker thread, then the
 event-loop thread), each write transaction begun and committed on one thread; reads from
@@ -39,16 +47,20 @@ import lmdb
 import msgpack
 
 from service.meta import listing
-from service.meta.model import ObjectPage, ObjectVersion, VersionPage
+from service.meta.model import ObjectPage, ObjectVersion, Usage, VersionPage
 from service.meta.object_index import BucketImage, Versions, visible
 
 CACHE_ENTRIES = 8192
 """Decoded versions of recently read keys kept (a hot GET skips LMDB and msgpack)."""
 MAP_BYTES = 1 << 40
 """Address space reserved for the map (sparse on disk: only pages in use take space)."""
+FORMAT = b"2"
+"""What the index's layout is: 2 keeps usage and references (an index without it is rebuilt)."""
+_FORMAT = b"format"
 _APPLIED = b"applied"
 _REST = b"rest"
 _SNAPSHOT = b"snapshot"
+_USAGE = struct.Struct(">QQ")
 _MARK = struct.Struct(">QI")
 """A sequence and a CRC-32: which journal record (or snapshot) the index was built from."""
 
@@ -125,6 +137,13 @@ def _store(txn: Any, db: Any, full: bytes, value: bytes | None) -> None:
         txn.delete(raw, db=db)
 
 
+def _count(raw: bytes | None) -> int:
+    """A reference count as ``refs`` stores it (empty: one)."""
+    if raw is None:
+        return 0
+    return int(bytes(raw)) if raw else 1
+
+
 def _pack(versions: Versions) -> bytes:
     data: bytes = msgpack.packb(
         [
@@ -193,16 +212,40 @@ class StoredRows:
         self._txn.abort()
 
 
+class RefsReader:
+    """``refs`` in one read transaction: whether a payload id is held. ``close`` when done."""
+
+    def __init__(self, txn: Any, db: Any) -> None:
+        self._txn, self._db = txn, db
+
+    def __call__(self, payload_id: str) -> bool:
+        return self._txn.get(payload_id.encode(), db=self._db) is not None
+
+    def close(self) -> None:
+        self._txn.abort()
+
+
 class LmdbObjectIndex:
     """Object versions of every bucket in an LMDB environment at ``path``."""
 
-    def __init__(self, path: str, *, sync: bool = False) -> None:
+    def __init__(self, path: str, *, sync: bool = False, readonly: bool = False) -> None:
+        """``readonly``: a reader beside the writing process (several may open it at once;
+        LMDB's lock file coordinates them); it never begins a batch."""
         self.env = lmdb.open(
-            path, map_size=MAP_BYTES, max_dbs=4, sync=sync, metasync=sync, readahead=False
+            path,
+            map_size=MAP_BYTES,
+            max_dbs=8,
+            sync=sync,
+            metasync=sync,
+            readahead=False,
+            readonly=readonly,
         )
-        self._versions = self.env.open_db(b"versions")
-        self._visible = self.env.open_db(b"visible")
-        self._meta = self.env.open_db(b"meta")
+        create = not readonly
+        self._versions = self.env.open_db(b"versions", create=create)
+        self._visible = self.env.open_db(b"visible", create=create)
+        self._usage = self.env.open_db(b"usage", create=create)
+        self._refs = self.env.open_db(b"refs", create=create)
+        self._meta = self.env.open_db(b"meta", create=create)
         self._batch: Any = None
         self._cache: dict[tuple[str, str], Versions] = {}
 
@@ -240,8 +283,15 @@ class LmdbObjectIndex:
         """Forget everything (before a rebuild)."""
         self._cache.clear()
         with self.env.begin(write=True) as txn:
-            for db in (self._versions, self._visible, self._meta):
+            for db in (self._versions, self._visible, self._usage, self._refs, self._meta):
                 txn.drop(db, delete=False)
+            txn.put(_FORMAT, FORMAT, db=self._meta)
+
+    def format(self) -> bytes | None:
+        """The layout the index was built with (None: before formats were recorded)."""
+        with self.env.begin() as txn:
+            raw = txn.get(_FORMAT, db=self._meta)
+        return None if raw is None else bytes(raw)
 
     def sync(self) -> None:
         """Make every committed transaction durable (the store is opened without syncs)."""
@@ -392,6 +442,67 @@ class LmdbObjectIndex:
             return listing.list_versions(view, prefix, limit, start_after)
         finally:
             self._end_read(txn)
+
+    # -- counters -----------------------------------------------------------------------
+
+    def usage(self, bucket: str) -> Usage:
+        """The bucket's usage as of the last committed batch (or the open one's writes)."""
+        txn = self._read()
+        try:
+            raw = txn.get(bucket.encode(), db=self._usage)
+        finally:
+            self._end_read(txn)
+        return Usage() if raw is None else Usage(*_USAGE.unpack(raw))
+
+    def set_usage(self, bucket: str, usage: Usage | None) -> None:
+        txn = self._write()
+        if usage is None:
+            txn.delete(bucket.encode(), db=self._usage)
+        else:
+            txn.put(
+                bucket.encode(), _USAGE.pack(usage.object_count, usage.size_bytes), db=self._usage
+            )
+        self._done(txn)
+
+    def usages(self) -> dict[str, Usage]:
+        """Every bucket's usage."""
+        txn = self._read()
+        try:
+            cursor = txn.cursor(db=self._usage)
+            return {
+                bytes(name).decode(): Usage(*_USAGE.unpack(raw))
+                for name, raw in cursor.iternext(keys=True, values=True)
+            }
+        finally:
+            self._end_read(txn)
+
+    def ref_count(self, payload_id: str) -> int:
+        """How many records hold the payload (loop thread: sees the open batch)."""
+        txn = self._read()
+        try:
+            raw = txn.get(payload_id.encode(), db=self._refs)
+        finally:
+            self._end_read(txn)
+        return _count(raw)
+
+    def set_ref_count(self, payload_id: str, count: int) -> None:
+        txn = self._write()
+        if count > 0:
+            txn.put(payload_id.encode(), b"" if count == 1 else str(count).encode(), db=self._refs)
+        else:
+            txn.delete(payload_id.encode(), db=self._refs)
+        self._done(txn)
+
+    def referenced(self) -> Iterator[str]:
+        """Every payload id held, from one read transaction."""
+        with self.env.begin() as txn:
+            for raw in txn.cursor(db=self._refs).iternext(keys=True, values=False):
+                yield bytes(raw).decode()
+
+    def holder(self) -> RefsReader:
+        """Whether a payload is held, as of the last committed batch, for as long as the
+        GC pass that asks takes (one read transaction: an MVCC snapshot); for any thread."""
+        return RefsReader(self.env.begin(), self._refs)
 
     # -- helpers ------------------------------------------------------------------------
 

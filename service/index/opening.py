@@ -34,7 +34,7 @@ import lmdb
 from fsseam.fs import FileSystem, make_dirs_durably
 from journal import Journal
 from journal.framing import encode_event
-from service.index.lmdb_index import LmdbObjectIndex
+from service.index.lmdb_index import FORMAT, LmdbObjectIndex
 from service.meta import MetaState, encode_snapshot
 from service.meta.snapshot import SnapshotFormatError, decode_image
 
@@ -83,7 +83,7 @@ def open_index(fs: FileSystem, data_dir: str) -> tuple[LmdbObjectIndex, str | No
     if reason is not None:
         index.wipe()
     if fs.exists(marker + ".tmp"):
-        fs.unlink(marker + ".tmp")  # a crash came between its creation and its rename
+        fs.unlink(marker + ".tmp")  # left by a crash between create and rename
     out = fs.create(marker + ".tmp")
     try:
         out.write(current.encode())
@@ -132,6 +132,8 @@ def load_state(
     rest = index.rest()
     if reason is None and rest is None and last > 0:
         reason = "the index holds no state"
+    elif reason is None and rest is not None and index.format() != FORMAT:
+        reason = "the index was written in an older layout"
     elif reason is None and applied > last:
         reason = f"the index (at {applied}) is ahead of the journal (at {last})"
     elif reason is None and applied < base:
@@ -140,7 +142,7 @@ def load_state(
         reason is None
         and applied == base
         and journal.snapshot is not None
-        and index.snapshot_mark() != (base, zlib.crc32(journal.snapshot.data))
+        and index.snapshot_mark() != (base, journal.snapshot.crc)
     ):
         reason = "the index was not built from this journal (its snapshot differs)"
     if reason is None and rest is not None:
@@ -165,5 +167,5 @@ def rebuild(index: LmdbObjectIndex, journal: Journal) -> MetaState:
     state = MetaState.restore(image, index)
     index.commit(snapshot.sequence if snapshot is not None else 0, 0, rest_of(state))
     if snapshot is not None:
-        index.record_snapshot(snapshot.sequence, zlib.crc32(snapshot.data))
+        index.record_snapshot(snapshot.sequence, snapshot.crc)
     return state

@@ -10,7 +10,7 @@ No I/O here: no files, sockets or clocks (timestamps arrive inside events).
   ``accounts`` its users and keys, ``video_state`` its video jobs and shares,
   ``lifecycle_state`` the buckets' lifecycle rules, ``notification_state`` their webhooks,
   ``refs`` the payload reference counts they share, ``listing`` its paging.
-- ``snapshot``: ``freeze`` / ``encode_snapshot`` / ``decode_snapshot``.
+- ``snapshot``: ``freeze`` / ``iter_snapshot`` / ``encode_snapshot`` / ``decode_snapshot``.
 
 Thread-safety: a ``MetaState`` is used on the event-loop thread only; records, outcomes and
 frozen images may go to any thread.
@@ -34,7 +34,13 @@ from service.meta.model import (
     VideoShare,
 )
 from service.meta.outcome import ERROR_CODES, Outcome
-from service.meta.snapshot import SnapshotFormatError, decode_snapshot, encode_snapshot, freeze
+from service.meta.snapshot import (
+    SnapshotFormatError,
+    decode_snapshot,
+    encode_snapshot,
+    freeze,
+    iter_snapshot,
+)
 from service.meta.state import FrozenState, MetaState
 
 __all__ = [
@@ -61,4 +67,5 @@ __all__ = [
     "encode_snapshot",
     "events",
     "freeze",
+    "iter_snapshot",
 ]

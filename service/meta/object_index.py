@@ -1,8 +1,10 @@
 """The object index: per bucket, each key's versions in key order, and the visible keys.
 
 The one place the state keeps object versions, behind a small interface, so that what holds
-them (today sortedcontainers in memory; the persistent store of issue 12 next) can change
-without touching ``apply``'s rules in ``state``.
+them (sortedcontainers in memory here; the persistent LMDB index, ``service.index``) can
+change without touching ``apply``'s rules in ``state``. Beside the versions it keeps what
+is derived from them and must not be recounted at a start: each bucket's usage and each
+payload's reference count (``service.meta.refs``).
 
 Per bucket it holds a SortedDict ``key -> tuple of versions`` (oldest first, latest last)
 and a SortedList of the keys whose latest version is not a delete marker, so a listing page
@@ -20,7 +22,7 @@ from typing import Any, Protocol
 from sortedcontainers import SortedDict, SortedList
 
 from service.meta import listing
-from service.meta.model import ObjectPage, ObjectVersion, VersionPage
+from service.meta.model import ObjectPage, ObjectVersion, Usage, VersionPage
 
 Versions = tuple[ObjectVersion, ...]
 BucketImage = tuple[list[str], dict[str, Versions]]
@@ -30,6 +32,25 @@ BucketImage = tuple[list[str], dict[str, Versions]]
 def visible(versions: Versions) -> bool:
     """Whether a key with these versions is listed: its latest version is not a marker."""
     return bool(versions) and not versions[-1].is_delete_marker
+
+
+class PayloadHolder(Protocol):
+    """Whether a record holds a payload id, as of when it was taken (the GC's question,
+    asked from its thread for a whole pass); ``close`` when done."""
+
+    def __call__(self, payload_id: str) -> bool: ...
+    def close(self) -> None: ...
+
+
+class _HeldIds:
+    def __init__(self, ids: set[str]) -> None:
+        self._ids = ids
+
+    def __call__(self, payload_id: str) -> bool:
+        return payload_id in self._ids
+
+    def close(self) -> None:
+        self._ids = set()
 
 
 class ObjectStore(Protocol):
@@ -50,6 +71,13 @@ class ObjectStore(Protocol):
     def list_versions(
         self, bucket: str, prefix: str, limit: int, start_after: tuple[str, int] | None
     ) -> VersionPage: ...
+    def usage(self, bucket: str) -> Usage: ...
+    def set_usage(self, bucket: str, usage: Usage | None) -> None: ...
+    def usages(self) -> dict[str, Usage]: ...
+    def ref_count(self, payload_id: str) -> int: ...
+    def set_ref_count(self, payload_id: str, count: int) -> None: ...
+    def referenced(self) -> Iterator[str]: ...
+    def holder(self) -> PayloadHolder: ...
 
 
 class ObjectIndex:
@@ -58,6 +86,8 @@ class ObjectIndex:
     def __init__(self) -> None:
         self._versions: dict[str, Any] = {}  # bucket -> SortedDict[str, Versions]
         self._visible: dict[str, Any] = {}  # bucket -> SortedList[str]
+        self._usage: dict[str, Usage] = {}
+        self._refs: dict[str, int] = {}
 
     def add_bucket(
         self, bucket: str, versions_by_key: Mapping[str, Versions] | None = None
@@ -125,3 +155,37 @@ class ObjectIndex:
     ) -> VersionPage:
         """A page of the bucket's versions (``service.meta.listing``)."""
         return listing.list_versions(self._versions[bucket], prefix, limit, start_after)
+
+    # -- counters -----------------------------------------------------------------------
+
+    def usage(self, bucket: str) -> Usage:
+        """The bucket's usage (zero when none is kept)."""
+        return self._usage.get(bucket, Usage())
+
+    def set_usage(self, bucket: str, usage: Usage | None) -> None:
+        """Keep ``usage`` for the bucket (None: forget it)."""
+        if usage is None:
+            self._usage.pop(bucket, None)
+        else:
+            self._usage[bucket] = usage
+
+    def usages(self) -> dict[str, Usage]:
+        return dict(self._usage)
+
+    def ref_count(self, payload_id: str) -> int:
+        """How many records hold the payload. Safe from any thread (one dict lookup)."""
+        return self._refs.get(payload_id, 0)
+
+    def set_ref_count(self, payload_id: str, count: int) -> None:
+        if count > 0:
+            self._refs[payload_id] = count
+        else:
+            self._refs.pop(payload_id, None)
+
+    def referenced(self) -> Iterator[str]:
+        """Every payload id held (from a copy)."""
+        return iter(list(self._refs))
+
+    def holder(self) -> PayloadHolder:
+        """The ids held now (a copy), for a GC pass on another thread."""
+        return _HeldIds(set(self._refs))

@@ -4,38 +4,45 @@ Versions and multipart parts hold payloads; the state's parts (``state``, ``uplo
 share one ``PayloadRefs`` so that a payload is released only when nothing at all holds it,
 even if the engine ever shares one payload between records.
 
+The counts live where the object versions live (``RefCounts``: a dict in memory, a table
+of the persistent index), so that a start never recounts them and the GC asks the store
+whether a payload is referenced instead of copying every id.
+
 Thread-safety: like ``MetaState``, event-loop thread only.
 """
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from service.meta.outcome import Outcome, rejected
 
 
-class PayloadRefs:
-    """payload id -> how many records hold it."""
+class RefCounts(Protocol):
+    """Where the counts are kept: 0 means "not held" (and is not stored)."""
 
-    def __init__(self) -> None:
-        self._counts: dict[str, int] = {}
+    def ref_count(self, payload_id: str) -> int: ...
+    def set_ref_count(self, payload_id: str, count: int) -> None: ...
+
+
+class PayloadRefs:
+    """payload id -> how many records hold it, kept in ``counts``."""
+
+    def __init__(self, counts: RefCounts) -> None:
+        self._counts = counts
 
     def ref(self, payload_id: str) -> None:
-        self._counts[payload_id] = self._counts.get(payload_id, 0) + 1
+        self._counts.set_ref_count(payload_id, self._counts.ref_count(payload_id) + 1)
 
     def unref(self, payload_id: str, released: list[str]) -> None:
         """Drop one hold; the id goes to ``released`` when it was the last."""
-        count = self._counts[payload_id] - 1
-        if count:
-            self._counts[payload_id] = count
-        else:
-            del self._counts[payload_id]
+        count = self._counts.ref_count(payload_id) - 1
+        self._counts.set_ref_count(payload_id, max(count, 0))
+        if count <= 0:
             released.append(payload_id)
 
     def refuse(self, code: str, message: str, payload_id: str | None = None) -> Outcome:
         """A rejection; the event's own payload is released unless something holds it."""
-        if payload_id is None or payload_id in self._counts:
+        if payload_id is None or self._counts.ref_count(payload_id) > 0:
             return rejected(code, message)
         return rejected(code, message, [payload_id])
-
-    def ids(self) -> set[str]:
-        """Every payload id held (a copy: safe to use off-loop)."""
-        return set(self._counts)

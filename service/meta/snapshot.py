@@ -1,9 +1,10 @@
-"""Snapshots of the metadata state: ``freeze`` on the loop, ``encode_snapshot`` anywhere.
+"""Snapshots of the metadata state: ``freeze`` on the loop, ``iter_snapshot`` anywhere.
 
 ``freeze(state)`` takes a point-in-time image (shallow copies of the containers; records
-are immutable and shared), cheap enough for the event-loop thread. ``encode_snapshot`` turns
-the image into msgpack bytes and may run in a worker thread while the loop keeps applying
-events. ``decode_snapshot`` rebuilds a live ``MetaState`` (derived indexes - usage, payload
+are immutable and shared), cheap enough for the event-loop thread. ``iter_snapshot`` turns
+the image into msgpack bytes, in chunks the journal streams to the file (``encode_snapshot``
+joins them), and may run in a worker thread while the loop keeps applying events.
+``decode_snapshot`` rebuilds a live ``MetaState`` (derived indexes - usage, payload
 references, the visible-key lists - are recomputed, not stored, so they cannot disagree with
 the records).
 
@@ -58,6 +59,8 @@ from service.meta.model import (
 from service.meta.state import FrozenState, MetaState
 
 FORMAT = 1
+CHUNK_BYTES = 1024 * 1024
+"""About how much ``iter_snapshot`` gathers before it yields."""
 
 
 class SnapshotFormatError(ValueError):
@@ -154,16 +157,35 @@ class StoredObjects(Protocol):
 
 
 def encode_snapshot(state: MetaState | FrozenState, stored: StoredObjects | None = None) -> bytes:
-    """The snapshot bytes of a frozen image (or of a live state, frozen first).
+    """The snapshot bytes of a frozen image (or of a live state, frozen first)."""
+    return b"".join(iter_snapshot(state, stored))
 
-    Objects are packed key by key, so the memory it takes beyond the image and the result
-    stays small however many objects there are. With ``stored``, the image holds no objects
+
+def iter_snapshot(
+    state: MetaState | FrozenState, stored: StoredObjects | None = None
+) -> Iterator[bytes]:
+    """The snapshot of a frozen image (or of a live state, frozen first) in chunks of about
+    ``CHUNK_BYTES``, for a writer that streams them to the file.
+
+    Objects are packed key by key, so the memory it takes beyond the image stays small
+    however many objects there are. With ``stored``, the image holds no objects
     (``freeze(objects=False)``) and each bucket's keys come from ``stored``, their rows
     copied as stored, never decoded (``service.index.lmdb_index.StoredRows``).
     """
     image = state.freeze() if isinstance(state, MetaState) else state
     packer = msgpack.Packer(autoreset=False, use_bin_type=True)
-    chunks: list[bytes] = []
+    pending = bytearray()
+
+    def flush(extra: bytes = b"") -> bytes | None:
+        pending.extend(packer.bytes())
+        pending.extend(extra)
+        packer.reset()
+        if len(pending) < CHUNK_BYTES:
+            return None
+        chunk = bytes(pending)
+        pending.clear()
+        return chunk
+
     packer.pack_map_header(13)
     packer.pack("format")
     packer.pack(FORMAT)
@@ -180,13 +202,15 @@ def encode_snapshot(state: MetaState | FrozenState, stored: StoredObjects | None
             packer.pack_array_header(len(keys))
             for key in keys:
                 packer.pack([key, [_version_row(v) for v in versions[key]]])
+                if (chunk := flush()) is not None:
+                    yield chunk
             continue
         packer.pack_array_header(stored.count(bucket))
         for key, rows in stored.rows(bucket):
             packer.pack_array_header(2)
             packer.pack(key)
-            chunks += (packer.bytes(), rows)
-            packer.reset()
+            if (chunk := flush(rows)) is not None:
+                yield chunk
     packer.pack("uploads")
     packer.pack(
         [
@@ -215,8 +239,8 @@ def encode_snapshot(state: MetaState | FrozenState, stored: StoredObjects | None
     packer.pack(dict(sorted(image.lifecycle.items())))
     packer.pack("notifications")
     packer.pack(dict(sorted(image.notifications.items())))
-    chunks.append(packer.bytes())
-    return b"".join(chunks)
+    pending.extend(packer.bytes())
+    yield bytes(pending)
 
 
 def decode_snapshot(data: bytes) -> MetaState:

@@ -11,9 +11,10 @@ Indexes:
 - buckets by name, and per bucket each key's versions (oldest first, latest last) and the
   keys whose latest version is not a delete marker (``service.meta.object_index``), so a
   listing page costs O(log n + page) and never steps over deleted keys;
-- usage per bucket, maintained as versions come and go;
-- a reference count per payload id (``service.meta.refs``), so a payload is released
-  exactly when its last reference goes;
+- usage per bucket, maintained as versions come and go, and a reference count per payload
+  id (``service.meta.refs``), so a payload is released exactly when its last reference
+  goes; both are kept by the object store beside the versions, so a start that reopens a
+  persistent store (``reopen``) never recounts them;
 - multipart sessions and their parts (``service.meta.upload_state``), users and access
   keys (``service.meta.accounts``), video jobs and shares (``service.meta.video_state``):
   each resource in its own module with its own handlers, as this one holds buckets and
@@ -56,7 +57,7 @@ from service.meta.model import (
     VideoShare,
 )
 from service.meta.notification_state import Notifications
-from service.meta.object_index import ObjectIndex, ObjectStore, visible
+from service.meta.object_index import ObjectIndex, ObjectStore, PayloadHolder, visible
 from service.meta.outcome import Outcome, accepted, rejected
 from service.meta.refs import PayloadRefs
 from service.meta.upload_state import Uploads
@@ -108,8 +109,7 @@ class MetaState:
         self._server_id: str | None = None
         self._buckets: dict[str, Bucket] = {}
         self._objects: ObjectStore = objects if objects is not None else ObjectIndex()
-        self._usage: dict[str, Usage] = {}
-        self._refs = PayloadRefs()
+        self._refs = PayloadRefs(self._objects)
         self._uploads = Uploads(self._refs, self._buckets.__contains__, self._store_version)
         self._accounts = Accounts()
         self._media = Media(self._buckets.__contains__)
@@ -159,17 +159,18 @@ class MetaState:
 
     @classmethod
     def reopen(cls, rest: FrozenState, objects: ObjectStore) -> MetaState:
-        """The state whose object versions ``objects`` holds and the rest ``rest`` (a
-        ``freeze(objects=False)`` image); usage and references are recounted."""
-        state = cls.restore(rest, objects)
-        for version in objects.iter_versions():
-            state._count_in(version)
-        return state
+        """The state whose object versions, usage and payload references ``objects``
+        holds and the rest ``rest`` (a ``freeze(objects=False)`` image): nothing is
+        recounted, so it costs what ``rest`` holds, whatever the number of objects."""
+        return cls.restore(rest, objects, counted=True)
 
     @classmethod
-    def restore(cls, image: FrozenState, objects: ObjectStore | None = None) -> MetaState:
+    def restore(
+        cls, image: FrozenState, objects: ObjectStore | None = None, *, counted: bool = False
+    ) -> MetaState:
         """A live state equal to ``image``; every derived index is rebuilt from the records.
-        Its object versions go into ``objects`` (in memory unless given)."""
+        Its object versions go into ``objects`` (in memory unless given). ``counted``:
+        ``objects`` already holds the versions and their usage and references."""
         state = cls(objects)
         state._server_id = image.server_id
         state._accounts.load(image.users, image.access_keys, image.key_last_used)
@@ -177,6 +178,12 @@ class MetaState:
         state._media.load(image.video_jobs, image.video_shares)
         state._lifecycle.load(image.lifecycle)
         state._notifications.load(image.notifications)
+        if counted:
+            for name, bucket in image.buckets.items():
+                state._buckets[name] = bucket
+                state._uploads.add_bucket(name)
+            state._uploads.load(image.uploads, image.parts, counted=True)
+            return state
         for name, bucket in image.buckets.items():
             _, versions_by_key = image.objects.get(name, ([], {}))
             state._add_bucket(bucket, versions_by_key)
@@ -215,12 +222,14 @@ class MetaState:
     def _count_in(self, version: ObjectVersion) -> None:
         """Account for a version entering its bucket: usage and its payload reference."""
         if version.payload_id is not None:
-            self._usage[version.bucket] = self._usage[version.bucket].plus(version.size)
+            usage = self._objects.usage(version.bucket)
+            self._objects.set_usage(version.bucket, usage.plus(version.size))
             self._refs.ref(version.payload_id)
 
     def _count_out(self, version: ObjectVersion, released: list[str]) -> None:
         if version.payload_id is not None:
-            self._usage[version.bucket] = self._usage[version.bucket].minus(version.size)
+            usage = self._objects.usage(version.bucket)
+            self._objects.set_usage(version.bucket, usage.minus(version.size))
             self._refs.unref(version.payload_id, released)
 
     def _add_bucket(
@@ -228,7 +237,7 @@ class MetaState:
     ) -> None:
         self._buckets[bucket.name] = bucket
         self._objects.add_bucket(bucket.name, versions_by_key)
-        self._usage[bucket.name] = Usage()
+        self._objects.set_usage(bucket.name, Usage())
         self._uploads.add_bucket(bucket.name)
 
     # -- buckets ------------------------------------------------------------------------
@@ -299,7 +308,8 @@ class MetaState:
             if version.payload_id is not None:
                 self._refs.unref(version.payload_id, released)
         self._uploads.drop_bucket(name, released)
-        del self._buckets[name], self._usage[name]
+        del self._buckets[name]
+        self._objects.set_usage(name, None)
         return accepted(bucket, released)
 
     # -- objects ------------------------------------------------------------------------
@@ -391,7 +401,7 @@ class MetaState:
     def _quota_allows(self, bucket: Bucket, growth: int) -> bool:
         if bucket.quota_bytes is None:
             return True
-        return self._usage[bucket.name].size_bytes + growth <= bucket.quota_bytes
+        return self._objects.usage(bucket.name).size_bytes + growth <= bucket.quota_bytes
 
     def _object_deleted(self, event: Mapping[str, Any]) -> Outcome:
         name = fields.text(event, "bucket")
@@ -446,7 +456,9 @@ class MetaState:
 
     def bucket_usage(self, name: str) -> Usage:
         """The bucket's usage (zero for a missing bucket)."""
-        return self._usage.get(name, Usage())
+        if name not in self._buckets:
+            return Usage()
+        return self._objects.usage(name)
 
     def list_buckets(self, owner: str | None = None) -> list[Bucket]:
         """Buckets by name; only those of ``owner`` unless it is None."""
@@ -514,11 +526,21 @@ class MetaState:
         return self._objects.list_versions(bucket, prefix, limit, start_after)
 
     def referenced_payloads(self) -> set[str]:
-        """Every payload id a version or a part references (a copy: safe to use off-loop)."""
-        return self._refs.ids()
+        """Every payload id a version or a part references (a copy: safe to use off-loop).
+        O(payloads): for checks and tests; the GC asks ``payload_holder`` instead."""
+        return set(self._objects.referenced())
+
+    def holds_payload(self, payload_id: str) -> bool:
+        """Whether a version or a part references the payload (event-loop thread)."""
+        return self._objects.ref_count(payload_id) > 0
+
+    def payload_holder(self) -> PayloadHolder:
+        """Whether a record holds a payload id, as of now (the last committed batch), for a
+        GC pass on another thread; ``close`` it when done."""
+        return self._objects.holder()
 
     def counts(self) -> Counts:
-        usages = self._usage.values()
+        usages = self._objects.usages().values()
         return Counts(
             buckets=len(self._buckets),
             objects=sum(usage.object_count for usage in usages),

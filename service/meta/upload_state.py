@@ -58,16 +58,21 @@ class Uploads:
         return dict(self._uploads), parts
 
     def load(
-        self, uploads: Mapping[str, UploadSession], parts: Mapping[str, Mapping[int, PartInfo]]
+        self,
+        uploads: Mapping[str, UploadSession],
+        parts: Mapping[str, Mapping[int, PartInfo]],
+        *,
+        counted: bool = False,
     ) -> None:
-        """Hold the given sessions (from a snapshot); their parts take their payload refs.
-        The buckets must be added first."""
+        """Hold the given sessions (from a snapshot); their parts take their payload refs
+        (unless ``counted``: the refs already hold them). The buckets must be added first."""
         for upload_id, session in uploads.items():
             self._uploads[upload_id] = session
             self._by_bucket[session.bucket][upload_id] = None
             self._parts[upload_id] = dict(parts.get(upload_id, {}))
             for part in self._parts[upload_id].values():
-                self._refs.ref(part.payload_id)
+                if not counted:
+                    self._refs.ref(part.payload_id)
 
     # -- buckets ------------------------------------------------------------------------
 

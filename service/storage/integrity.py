@@ -12,8 +12,10 @@ keep that from ever serving wrong bytes:
 2. While a server that may leave unsynced payloads runs, a marker file exists
    (``mark_unsynced``); a clean stop removes it after its final snapshot. Finding it at
    start means the last run ended uncleanly.
-3. After an unclean start the engine verifies (size and SHA-256) every payload referenced by
-   a record replayed after the snapshot, and moves each one that fails into the quarantine
+3. Every few seconds a checkpoint fsyncs the payloads named since the previous one and
+   records, in the marker (fsynced), the sequence they reach. After an unclean start the
+   engine verifies (size and SHA-256) every payload referenced by a record replayed after
+   that checkpoint (and the snapshot), and moves each one that fails into the quarantine
    (``quarantine``). The quarantine is durable (a directory of ids), so a later clean start
    still refuses to serve those bytes; reads of a quarantined payload answer an integrity
    error instead. The GC drops quarantine entries once nothing references them.
@@ -47,14 +49,35 @@ class PayloadIntegrity:
 
     # -- the unclean-shutdown marker -----------------------------------------------------
 
-    def unsynced_marked(self) -> bool:
-        """Whether the last run may have left payloads that are not on disk."""
-        return self._fs.exists(self._layout.unsynced_marker)
+    def unsynced_checkpoint(self) -> int | None:
+        """None when the last run ended cleanly; else the checkpoint it recorded: every
+        payload named by a record up to that sequence is on disk (0: none recorded)."""
+        marker = self._layout.unsynced_marker
+        try:
+            file = self._fs.open_read(marker)
+        except FileNotFoundError:
+            return None
+        try:
+            text = file.read().decode(errors="replace").strip()
+        finally:
+            file.close()
+        return int(text) if text.isdigit() else 0
 
-    def mark_unsynced(self) -> None:
-        """Create the marker, durably, before any payload is written without an fsync."""
-        if not self._fs.exists(self._layout.unsynced_marker):
-            self._fs.create(self._layout.unsynced_marker).close()
+    def mark_unsynced(self, checkpoint: int = 0) -> None:
+        """Create or replace the marker, durably, holding ``checkpoint`` (the sequence up
+        to which every payload named by a record is on disk), before any payload is
+        written without an fsync."""
+        marker = self._layout.unsynced_marker
+        temp = marker + ".tmp"
+        if self._fs.exists(temp):
+            self._fs.unlink(temp)  # left by a crash mid-write
+        file = self._fs.create(temp)
+        try:
+            file.write(str(checkpoint).encode())
+            file.fsync()
+        finally:
+            file.close()
+        self._fs.rename(temp, marker)
         # The marker must be on disk before the first unsynced payload can be lost.
         self._fs.fsync_dir(self._layout.root)
 

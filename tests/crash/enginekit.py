@@ -238,6 +238,8 @@ class SimMachine:
         self.engine = engine
         try:
             await engine.start()
+            if engine.start_sweep is not None:
+                await engine.start_sweep  # the orphans' sweep is part of the recovery here
         except BaseException:
             await self.abandon()
             raise

@@ -56,6 +56,19 @@ def test_a_torn_last_line_is_cut_at_open(tmp_path: Path) -> None:
     assert sequences(again.read(41, 100, 44)) == [42, 43, 44]
 
 
+def test_open_reads_sealed_files_by_their_tail_and_knows_their_newest_event(
+    tmp_path: Path,
+) -> None:
+    log = opened(tmp_path / "events")
+    log.append([line(n, time_ms=n * 1000) for n in (2, 3, 5, 8, 9, 10, 12)])
+    log.close()
+    again = opened(tmp_path / "events")
+    assert again.last_sequence == 12 and again.event_count() == 7
+    assert [s.last_sequence for s in again._segments] == [5, 10, 12]
+    assert again._segments[0].last_time_ms == again._segments[2].last_time_ms > 0
+    assert sequences(again.read(0, 100, 12)) == [2, 3, 5, 8, 9, 10, 12]
+
+
 def test_retention_keeps_young_events_enough_events_and_what_a_webhook_needs(
     tmp_path: Path,
 ) -> None:

@@ -128,6 +128,10 @@ def test_startup_removes_stale_staging_and_orphans(server_factory: ServerFactory
     old = time.time() - 3600
     os.utime(stale, (old, old))
     proc.start()
+    # The orphans' sweep runs right after the start (a walk of every payload file).
+    deadline = time.monotonic() + 10
+    while orphan.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not orphan.exists()
     assert not stale.exists()
     assert fresh.exists()  # younger than SERVICE_STAGING_TTL

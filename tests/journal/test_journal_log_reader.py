@@ -14,7 +14,13 @@ import os
 
 import pytest
 
-from journal import Journal, JournalCorruptionError, JournalOptions, RealFileSystem
+from journal import (
+    Journal,
+    JournalCorruptionError,
+    JournalOptions,
+    RealFileSystem,
+    SnapshotDamagedError,
+)
 from journal.framing import HEADER_SIZE
 from journal.segment import segment_name
 from tests.journal.journal_testkit import (
@@ -268,6 +274,38 @@ def test_damaged_latest_snapshot_falls_back_to_the_previous_one(
     assert (opened.snapshot.sequence, opened.snapshot.data) == (10, b"state 10")
     assert sequences(opened.records) == list(range(11, 31))
     assert any("damaged" in message for message in caplog.messages)
+
+
+def test_a_snapshot_streamed_in_chunks_reads_back_whole_with_its_crc(tmp_path: str) -> None:
+    chunks = [b"a" * 1000, b"", b"b" * 70_000, b"c"]
+
+    async def main() -> int:
+        journal = Journal.open(str(tmp_path))
+        for number in range(1, 4):
+            await journal.append(event(number))
+        crc = await journal.write_snapshot(3, iter(chunks))
+        await journal.close()
+        return crc
+
+    crc = asyncio.run(main())
+    opened = reopen(str(tmp_path))
+    assert opened.snapshot is not None
+    assert (opened.snapshot.sequence, opened.snapshot.crc) == (3, crc)
+    assert opened.snapshot.data == b"".join(chunks)
+
+
+def test_unverified_open_checks_the_header_and_the_data_when_it_is_read(tmp_path: str) -> None:
+    asyncio.run(_snapshots_at(str(tmp_path), [10, 25], 30))
+    newest = snapshot_paths(FS, str(tmp_path))[0]
+    mutate_file(FS, newest, lambda data: increment_byte(data, len(data) - 1))
+    lazy = Journal.open(str(tmp_path), JournalOptions(verify_snapshot=False))
+    assert lazy.snapshot is not None and lazy.snapshot.sequence == 25  # the header is fine
+    with pytest.raises(SnapshotDamagedError):
+        lazy.snapshot.data  # noqa: B018 - reading it is the check
+    lazy.close_unused()
+    again = Journal.open(str(tmp_path))  # verified: falls back as a start that needs it does
+    assert again.snapshot is not None and again.snapshot.data == b"state 10"
+    again.close_unused()
 
 
 def test_damaged_only_snapshot_falls_back_to_the_whole_log(tmp_path: str) -> None:

@@ -32,6 +32,10 @@ class _WatchedFile:
         self._owner.before_write(self, len(data))
         return self.inner.write(data)
 
+    def write_at(self, offset: int, data: bytes) -> None:
+        self._owner.before_write(self, len(data))
+        self.inner.write_at(offset, data)
+
     def fsync(self) -> None:
         self._owner.before_fsync(self)
         self.inner.fsync()
