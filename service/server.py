@@ -195,12 +195,12 @@ async def serve(
     # are the idle keep-alive connections closed, which would otherwise cut them off.
     if not await ctx.wait_for_requests(SHUTDOWN_GRACE_SECONDS):
         log.warning("in-flight requests did not finish within %.0f s", SHUTDOWN_GRACE_SECONDS)
+    if forwarder is not None:
+        forwarder.close()  # ends the event streams passed through to the writer
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(
             asyncio.gather(*(each.close_all_connections() for each in servers)), 5.0
         )
-    if forwarder is not None:
-        forwarder.close()
     if commits is not None:
         await commits.stop()
     if not worker:

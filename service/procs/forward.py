@@ -20,12 +20,15 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import weakref
 from typing import Any
 
 import tornado.httpclient
 import tornado.httputil
+import tornado.iostream
 import tornado.netutil
 import tornado.simple_httpclient
+import tornado.tcpclient
 import tornado.web
 
 from service.api_errors import ApiError, error_body, response_headers
@@ -69,6 +72,19 @@ class _UnixResolver(tornado.netutil.Resolver):
         return [(socket.AF_UNIX, self._path)]
 
 
+class _TrackingTCPClient(tornado.tcpclient.TCPClient):
+    """Keeps the connections it opened, so that a stopping worker can end its streams."""
+
+    def __init__(self, resolver: tornado.netutil.Resolver) -> None:
+        super().__init__(resolver=resolver)
+        self.streams: weakref.WeakSet[tornado.iostream.IOStream] = weakref.WeakSet()
+
+    async def connect(self, *args: Any, **kwargs: Any) -> tornado.iostream.IOStream:
+        stream = await super().connect(*args, **kwargs)
+        self.streams.add(stream)
+        return stream
+
+
 class WriterForwarder:
     """The HTTP client a worker reaches the writer's internal listener with."""
 
@@ -79,6 +95,8 @@ class WriterForwarder:
             max_clients=1000,
             max_body_size=1 << 40,
         )
+        self._tcp = _TrackingTCPClient(_UnixResolver(path=path))
+        self.client.tcp_client = self._tcp
 
     def routes(self, ctx: AppContext) -> list[tuple[str, type[WriterProxyHandler], dict[str, Any]]]:
         return [
@@ -87,6 +105,9 @@ class WriterForwarder:
         ]
 
     def close(self) -> None:
+        """End what is still streaming (event streams) and close the client."""
+        for stream in list(self._tcp.streams):
+            stream.close()
         self.client.close()
 
 
@@ -126,10 +147,12 @@ class WriterProxyHandler(tornado.web.RequestHandler):
         )
         try:
             await self._forwarder.client.fetch(upstream, raise_error=False)
-        except OSError:
-            if not self._status_seen:
+        except (OSError, tornado.httpclient.HTTPClientError):
+            if not self._headers_written:  # nothing reached the client yet
                 self._refuse()
                 return
+            # Cut off mid-stream (the writer or this worker is stopping): so is the client.
+            self.request.connection.close()  # type: ignore[union-attr]
         if not self._finished:
             self.finish()
 
