@@ -9,6 +9,7 @@ held may simply break (as in any crash), never a wrong answer.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -203,3 +204,41 @@ def test_the_supervisor_stops_cleanly_with_every_process(
     assert f"{workers} serving processes" in server.logs()
     assert server.stop() == 0
     assert all(not Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def test_event_streams_pass_through_every_process_and_end_with_the_stop(
+    server_factory: ServerFactory,
+) -> None:
+    """The event feed is the writer's: a stream opened on any process gets every event,
+    and a stop ends the streams without a traceback in the log."""
+    server = server_factory()
+    make_bucket(server, "streamed")
+    clients = connections_on_each_process(server, 1)
+    seen: list[str] = []
+    lock = threading.Lock()
+    opened = threading.Barrier(len(clients) + 1)
+
+    def listen(client: httpx.Client) -> None:
+        """Read until the server ends the stream (the stop)."""
+        with (
+            contextlib.suppress(httpx.TransportError),
+            client.stream("GET", "/buckets/streamed/events") as stream,
+        ):
+            opened.wait(30)
+            for line in stream.iter_lines():
+                if line.startswith("data:") and '"object.created"' in line:
+                    with lock:
+                        seen.append(line)
+
+    threads = [threading.Thread(target=listen, args=(client,)) for client in clients]
+    for thread in threads:
+        thread.start()
+    opened.wait(30)
+    with server.client() as api:
+        assert api.put("/buckets/streamed/objects/e", content=b"event").status_code == 200
+    wait_for(lambda: len(seen) == len(clients))
+    assert server.stop() == 0
+    for thread in threads:
+        thread.join(30)
+        assert not thread.is_alive(), "a stream outlived the server"
+    assert "Traceback" not in server.logs()
