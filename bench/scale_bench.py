@@ -1,21 +1,26 @@
 """Scale benchmark: one bucket of N objects, this code beside the in-memory design (issue 12).
 
 ``run()`` populates N objects quickly, in process, through the engine's own commit path
-(ObjectStored events committed 256 at a time, so group commit batches them; the payload
-ids name no file: HEAD and listings read metadata only). Then, over HTTP, for this tree
-(object versions in the LMDB index) and for the in-memory design (the tree at
-``ANCHOR_COMMIT``, extracted with ``git archive``; it reads the same journal and ignores the
-index), on the same data dir, one after the other:
+(ObjectStored events committed 2,048 at a time in balanced mode, so group commit batches
+them and no fsync is paid per batch; the payload ids name no file and no payload is
+written: HEAD and listings read metadata only, and the disk holds only metadata). Then,
+over HTTP, for this tree (object versions in the LMDB index) and for the in-memory design
+(the tree at ``ANCHOR_COMMIT``, extracted with ``git archive``; it reads the same journal
+and ignores the index), on the same data dir, one after the other:
 
 - start -> healthy after a clean stop, and after a SIGKILL;
 - RSS and anonymous RSS after start (``/proc/<pid>/status`` VmRSS, RssAnon);
-- a 1,000-key listing page at the start, middle and end of the bucket (median of 5);
+- a 1,000-key listing page at the start, middle and end of the bucket (median of 5; the
+  page after a key is asked with the contract's cursor);
 - 4 KiB GET requests/s of one real object (16 connections; the version lookup is the part
   that differs, and small GETs are where its cost would show);
-- and the index's bytes on disk per object.
+- and the index's bytes on disk per object;
+- beside them, this tree's start and memory on an empty data dir (the floor: a process
+  that imports, binds and opens an empty journal and index).
 
-N: 1,000,000 in the full profile (10 M takes about an hour to populate on this machine),
-100,000 in ``--quick``, 2,000 in the smoke test. Targets (issue 12): start <= 2 s and
+N: 1,000,000 in the full profile (10 M would take 25-45 minutes to populate on this shared
+machine, at 4,000-7,000 objects/s, and the in-memory anchor about 13 GB of RAM), 100,000 in
+``--quick``, 2,000 in the smoke test. Targets (issue 12): start <= 2 s and
 anonymous RSS <= 100 MiB at 10 M, index <= 300 bytes/object, listing page <= 20 ms.
 
 Thread-safety: a script.
@@ -179,6 +184,18 @@ def measure(root: Path, data_dir: Path, count: int, seconds: float) -> dict[str,
     return figures
 
 
+def empty_data_dir(data_dir: Path) -> dict[str, float]:
+    """The floor: this tree's start and memory on an empty data dir (admin bootstrapped)."""
+    server = TreeServer(data_dir)
+    _timed_start(server)  # the first start bootstraps the admin user
+    server.stop()
+    figures = {"start after clean stop, s": _timed_start(server)}
+    assert server.process is not None
+    figures["RSS, MiB"], figures["anonymous RSS, MiB"] = _memory(server.process.pid)
+    server.stop()
+    return figures
+
+
 def run(profile: Profile) -> list[Row]:
     count = SIZES.get(profile.name, SIZES["quick"])
     with scratch_dir("scale-") as scratch:
@@ -190,6 +207,7 @@ def run(profile: Profile) -> list[Row]:
             capture_output=True,
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(anchor)], input=archive, check=True)
+        empty = empty_data_dir(Path(scratch) / "empty")
         data_dir = Path(scratch) / "data"
         populate_started = time.perf_counter()
         asyncio.run(_populate(str(data_dir), count))
@@ -203,12 +221,14 @@ def run(profile: Profile) -> list[Row]:
             "measurement": f"populate {count:,} objects (in process)",
             "index": populate_seconds,
             "in-memory": None,
+            "empty data dir": None,
             "unit": "s",
         },
         {
             "measurement": "index bytes per object",
             "index": index_bytes / count,
             "in-memory": None,
+            "empty data dir": None,
             "unit": "bytes",
         },
     ]
@@ -219,6 +239,7 @@ def run(profile: Profile) -> list[Row]:
                 "measurement": f"{label}, {count:,} objects",
                 "index": value,
                 "in-memory": theirs[name],
+                "empty data dir": empty.get(name),
                 "unit": unit,
             }
         )

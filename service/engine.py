@@ -67,6 +67,7 @@ from service.index.opening import (
     rebuild,
     rest_of,
 )
+from service.index.protocol import IndexFactory, PersistentIndex
 from service.key_usage import KeyUsage
 from service.meta import MetaState, Outcome, decode_snapshot, events, freeze, iter_snapshot
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
@@ -87,10 +88,13 @@ class Engine:
         *,
         fs: FileSystem | None = None,
         clock: Callable[[], float] = time.time,
+        index_factory: IndexFactory | None = None,
     ) -> None:
         """``fs`` and ``clock`` default to the real ones; crash tests pass a
         ``SimFileSystem`` and its manual clock, which the payload store's grace periods and
-        staging TTL must read so that a test can age files."""
+        staging TTL must read so that a test can age files, and a simulated index
+        (``index_factory``; LMDB on a real disk; none on another file system: the
+        versions then stay in memory)."""
         self.config = config
         self._clock = clock
         self.fs: FileSystem = fs or RealFileSystem()
@@ -112,10 +116,11 @@ class Engine:
         self.quarantined: set[str] = set()
         """Payloads that failed verification after an unclean start: never served."""
         self.state = MetaState()
-        self.index: LmdbObjectIndex | None = None
-        """The persistent object index (real disks only; the simulated disk of the crash
-        tests keeps the versions in memory): ``service.index.opening``."""
-        self._use_index = isinstance(self.fs, RealFileSystem)
+        self.index: PersistentIndex | None = None
+        """The persistent object index: ``service.index.opening``."""
+        if index_factory is None and isinstance(self.fs, RealFileSystem):
+            index_factory = LmdbObjectIndex
+        self._index_factory = index_factory
         self._rest_changed = False
         self._last_event: dict[str, Any] = {}
         self.key_usage = KeyUsage()
@@ -213,17 +218,17 @@ class Engine:
             durability=self.config.durability,
             segment_bytes=self.config.journal_segment_bytes,
             # With the index, the snapshot is read only to rebuild it: its crc is checked then.
-            verify_snapshot=not self._use_index,
+            verify_snapshot=self._index_factory is None,
         )
         # None: the last run stopped cleanly; else the records after this sequence may name
         # payloads that never reached the disk (the last checkpoint: see ``checkpoint``).
         unclean = self.integrity.unsynced_checkpoint()
         journal = Journal.open(self.config.journal_dir, options, self.fs)
         self.events.open(journal.snapshot.sequence if journal.snapshot else 0)
-        if not self._use_index:
+        if self._index_factory is None:
             state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
             return journal, state, self._replay(journal, state, 0, None, unclean)
-        index, reason = open_index(self.fs, self.config.data_dir)
+        index, reason = open_index(self.fs, self.config.data_dir, self._index_factory)
         self.index = index
         try:
             state, applied, check = load_state(index, reason, journal)

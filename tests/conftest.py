@@ -21,6 +21,8 @@ from tests.serverproc import ServerProcess
 _names = itertools.count()
 
 COUNTED = ("crash_states", "kill_cycles", "acknowledged_checked", "acknowledged_lost")
+INDEX_FATES = ("index_lost", "index_torn", "index_stale", "index_current", "index_ahead")
+"""How the crash matrix's restarts found the (simulated) object index."""
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -32,10 +34,22 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             for name, value in getattr(report, "user_properties", ()):
                 if name in totals:
                     totals[name] += int(value)
+    fates = dict.fromkeys(INDEX_FATES, 0)
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) == "call":
+                for name, value in getattr(report, "user_properties", ()):
+                    if name in fates:
+                        fates[name] += int(value)
     if any(totals.values()):
         terminalreporter.write_line(
             "crash suite: "
             + ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in totals.items())
+        )
+    if any(fates.values()):
+        terminalreporter.write_line(
+            "crash suite, the index at restart: "
+            + ", ".join(f"{value} {name[len('index_') :]}" for name, value in fates.items())
         )
 
 

@@ -13,10 +13,11 @@ Layout (one LMDB environment, named databases):
 - ``meta``: ``applied`` -> the journal sequence of the last event applied and a CRC-32 of
   that event (the "consistent index", written in the same transaction as the event's
   effects; the CRC tells this journal's record from another's), ``snapshot`` -> the
-  sequence and CRC-32 of the last journal snapshot written while the index was current
-  (a start that resumes at a snapshot checks it), and ``rest`` -> the rest
-  of the state at that sequence (buckets, uploads, accounts, video jobs: small), as a
-  snapshot without objects, rewritten only by batches that changed it.
+  sequence and crc32c (its file's own checksum) of the last journal snapshot written while
+  the index was current (a start that resumes at a snapshot checks it), ``rest`` -> the
+  rest of the state at that sequence (buckets, uploads, accounts, video jobs: small), as a
+  snapshot without objects, rewritten only by batches that changed it, and ``format`` ->
+  the layout (``FORMAT``; an index without it, or with another, is rebuilt).
 
 Bucket names never hold NUL, so ``bucket NUL`` is an exact prefix, and keys order by their
 UTF-8 bytes, which is the order of their code points: the order ``service.meta.listing``
@@ -46,6 +47,7 @@ from typing import Any
 import lmdb
 import msgpack
 
+from service.index.protocol import IndexUnreadableError
 from service.meta import listing
 from service.meta.model import ObjectPage, ObjectVersion, Usage, VersionPage
 from service.meta.object_index import BucketImage, Versions, visible
@@ -191,6 +193,17 @@ class _BucketView:
         return _unpack(self._bucket, key, data)
 
 
+class _LatestView(_BucketView):
+    """The versions of one bucket as ``listing.list_objects`` reads them: only the latest
+    of each key is built (a listing shows no other)."""
+
+    def __getitem__(self, key: str) -> Versions:
+        data = _lookup(self._txn, self._db, self._prefix + key.encode())
+        if data is None:
+            raise KeyError(key)
+        return (ObjectVersion(self._bucket, key, *msgpack.unpackb(data, use_list=False)[-1]),)
+
+
 class StoredRows:
     """A read transaction over the versions: each bucket's keys with their versions as
     stored (msgpack arrays of snapshot rows), for ``encode_snapshot`` to copy as they are.
@@ -231,21 +244,24 @@ class LmdbObjectIndex:
     def __init__(self, path: str, *, sync: bool = False, readonly: bool = False) -> None:
         """``readonly``: a reader beside the writing process (several may open it at once;
         LMDB's lock file coordinates them); it never begins a batch."""
-        self.env = lmdb.open(
-            path,
-            map_size=MAP_BYTES,
-            max_dbs=8,
-            sync=sync,
-            metasync=sync,
-            readahead=False,
-            readonly=readonly,
-        )
-        create = not readonly
-        self._versions = self.env.open_db(b"versions", create=create)
-        self._visible = self.env.open_db(b"visible", create=create)
-        self._usage = self.env.open_db(b"usage", create=create)
-        self._refs = self.env.open_db(b"refs", create=create)
-        self._meta = self.env.open_db(b"meta", create=create)
+        try:
+            self.env = lmdb.open(
+                path,
+                map_size=MAP_BYTES,
+                max_dbs=8,
+                sync=sync,
+                metasync=sync,
+                readahead=False,
+                readonly=readonly,
+            )
+            create = not readonly
+            self._versions = self.env.open_db(b"versions", create=create)
+            self._visible = self.env.open_db(b"visible", create=create)
+            self._usage = self.env.open_db(b"usage", create=create)
+            self._refs = self.env.open_db(b"refs", create=create)
+            self._meta = self.env.open_db(b"meta", create=create)
+        except lmdb.Error as exc:
+            raise IndexUnreadableError(str(exc)) from exc
         self._batch: Any = None
         self._cache: dict[tuple[str, str], Versions] = {}
 
@@ -390,13 +406,6 @@ class LmdbObjectIndex:
         self._put(txn, bucket, key, before, after)
         self._done(txn)
 
-    def iter_versions(self) -> Iterator[ObjectVersion]:
-        """Every version of every bucket, from one read transaction."""
-        with self.env.begin() as txn:
-            for full, data in _entries(txn, self._versions, b"", b""):
-                bucket_raw, _, key_raw = full.partition(b"\0")
-                yield from _unpack(bucket_raw.decode(), key_raw.decode(), data)
-
     def reader(self) -> StoredRows:
         """The committed versions as of now, for a snapshot encoded on another thread."""
         assert self._batch is None, "a reader sees committed batches only"
@@ -424,7 +433,7 @@ class LmdbObjectIndex:
         try:
             return listing.list_objects(
                 _BucketView(txn, self._visible, bucket),
-                _BucketView(txn, self._versions, bucket),
+                _LatestView(txn, self._versions, bucket),
                 prefix,
                 delimiter,
                 limit,

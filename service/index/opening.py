@@ -29,12 +29,11 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-import lmdb
-
 from fsseam.fs import FileSystem, make_dirs_durably
 from journal import Journal
 from journal.framing import encode_event
-from service.index.lmdb_index import FORMAT, LmdbObjectIndex
+from service.index.lmdb_index import FORMAT
+from service.index.protocol import IndexFactory, IndexUnreadableError, PersistentIndex
 from service.meta import MetaState, encode_snapshot
 from service.meta.snapshot import SnapshotFormatError, decode_image
 
@@ -58,8 +57,11 @@ def boot_id(fs: FileSystem) -> str:
         file.close()
 
 
-def open_index(fs: FileSystem, data_dir: str) -> tuple[LmdbObjectIndex, str | None]:
-    """Open the index and mark it open; the reason it was wiped (None: kept as it was)."""
+def open_index(
+    fs: FileSystem, data_dir: str, factory: IndexFactory
+) -> tuple[PersistentIndex, str | None]:
+    """Open the index (``factory``: LMDB on a real disk) and mark it open; the reason it
+    was wiped (None: kept as it was)."""
     path = os.path.join(data_dir, INDEX_DIRNAME)
     marker = os.path.join(data_dir, MARKER_FILENAME)
     make_dirs_durably(fs, path)
@@ -74,12 +76,12 @@ def open_index(fs: FileSystem, data_dir: str) -> tuple[LmdbObjectIndex, str | No
         if previous != current or current == "unknown":
             reason = "the machine restarted while the index was open"
     try:
-        index = LmdbObjectIndex(path)
-    except lmdb.Error as exc:
+        index = factory(path)
+    except IndexUnreadableError as exc:
         reason = f"the index could not be opened ({exc})"
         for name in fs.listdir(path):
             fs.unlink(os.path.join(path, name))
-        index = LmdbObjectIndex(path)
+        index = factory(path)
     if reason is not None:
         index.wipe()
     if fs.exists(marker + ".tmp"):
@@ -95,7 +97,7 @@ def open_index(fs: FileSystem, data_dir: str) -> tuple[LmdbObjectIndex, str | No
     return index, reason
 
 
-def close_index(fs: FileSystem, data_dir: str, index: LmdbObjectIndex) -> None:
+def close_index(fs: FileSystem, data_dir: str, index: PersistentIndex) -> None:
     """Sync and close the index, then remove the marker: the next start may trust it."""
     index.sync()
     index.close()
@@ -120,7 +122,7 @@ def rest_of(state: MetaState) -> bytes:
 
 
 def load_state(
-    index: LmdbObjectIndex, reason: str | None, journal: Journal
+    index: PersistentIndex, reason: str | None, journal: Journal
 ) -> tuple[MetaState, int, int | None]:
     """The state to replay the journal onto: ``(state, sequence it is at, CRC-32 that the
     record at that sequence must have, or None when nothing is left to check)``. The index
@@ -158,7 +160,7 @@ def load_state(
     return rebuild(index, journal), base, None
 
 
-def rebuild(index: LmdbObjectIndex, journal: Journal) -> MetaState:
+def rebuild(index: PersistentIndex, journal: Journal) -> MetaState:
     """Empty the index and load the journal's snapshot into it. Blocking."""
     index.wipe()
     index.begin()

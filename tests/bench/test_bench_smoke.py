@@ -160,8 +160,12 @@ def test_scale_section_sets_the_index_beside_the_in_memory_design() -> None:
     assert 0 < by_name["index bytes per object"]["index"] < 10_000
     for name in ("start after clean stop", "start after SIGKILL", "anonymous RSS", "4 KiB GET"):
         assert by_name[name]["index"] > 0 and by_name[name]["in-memory"] > 0
-    pages = [row for name, row in by_name.items() if name.startswith("1")]
+    pages = [row for row in rows if "-key page at the" in str(row["measurement"])]
     assert len(pages) == 3
+    for page in pages:
+        assert page["index"] > 0 and page["in-memory"] > 0
+    for name in ("start after clean stop", "anonymous RSS"):
+        assert by_name[name]["empty data dir"] > 0
 
 
 def test_upkeep_section_reports_delivery_scrub_pace_and_gets_during_a_scrub() -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import errno
+import os
 import random
 import threading
 from collections import Counter
@@ -37,10 +38,14 @@ from service import buckets, multipart, objects
 from service.api_errors import ApiError, response_headers
 from service.config import Config, Durability
 from service.engine import Engine
-from service.meta import ObjectVersion, PartInfo
+from service.index.opening import BOOT_ID_PATH, INDEX_DIRNAME
+from service.index.protocol import IndexUnreadableError
+from service.meta import MetaState, ObjectVersion, PartInfo, decode_snapshot, encode_snapshot
 from service.objects import PutIntent
 from service.storage import StagedPayload, StagingUpload, layout
 from tests.crash.model import MARKER, Fate, KeyState, Ledger, UploadState
+from tests.crash.simindex import FILENAME as SIM_FILENAME
+from tests.crash.simindex import SimIndex, sim_index_factory
 
 DATA_DIR = "/srv/data"
 OWNER = "u_crash"
@@ -216,7 +221,10 @@ class SimMachine:
     ) -> None:
         self.durability = durability
         self.clock = clock if clock is not None else ManualClock()
-        self.fs = fs if fs is not None else SimFileSystem(clock=self.clock)
+        if fs is None:
+            fs = SimFileSystem(clock=self.clock)
+            fs.write_bytes(BOOT_ID_PATH, b"boot-0")  # the simulated kernel's boot id
+        self.fs = fs
         self.ledger = ledger if ledger is not None else Ledger()
         self.log = log if log is not None else JournalLog()
         self.config = config if config is not None else crash_config(durability)
@@ -231,7 +239,9 @@ class SimMachine:
 
     async def boot(self) -> ProbeEngine:
         self.read_only_seen = False  # a new process: the last one's journal fault is history
-        engine = ProbeEngine(self.config, fs=self.fs, clock=self.clock)
+        engine = ProbeEngine(
+            self.config, fs=self.fs, clock=self.clock, index_factory=sim_index_factory(self.fs)
+        )
         engine.attempted = self.log.attempted
         engine.executor.shutdown(wait=True)
         engine.executor = ThreadPoolExecutor(1, thread_name_prefix="crash-engine")
@@ -292,7 +302,16 @@ class SimMachine:
         return self.engine
 
     def image(self, mode: CrashMode, seed: int = 0) -> SimFileSystem:
-        return self.fs.crash_image(mode, seed)
+        """What the disk holds after the crash. ``keep_unsynced`` is what a process kill
+        leaves (the page cache survives; same boot: the index is resumed); after
+        ``lose_unsynced`` the machine boots anew (the index, left open, is rebuilt); the
+        other modes keep the boot id, a power loss the start does not notice, so that only
+        the index's own marks (sequence, CRC, layout) stand between a lost, stale, torn or
+        ahead index and the state (``tests/crash/simindex.py``)."""
+        image = self.fs.crash_image(mode, seed)
+        if mode == "lose_unsynced":
+            image.write_bytes(BOOT_ID_PATH, b"boot-%d" % random.Random(seed).randrange(1, 1 << 30))
+        return image
 
     def successor(self, fs: SimFileSystem) -> SimMachine:
         """A machine to boot on ``fs`` (a crash image) with copies of this one's ledger and
@@ -649,15 +668,68 @@ async def check_journal(machine: SimMachine, image: SimFileSystem, *, firm: bool
     return verdict
 
 
+INDEX_FATES: Counter[str] = Counter()
+"""How the simulated index came back in the crash images checked: lost, torn, stale,
+current or ahead (of the journal)."""
+
+
+async def journal_truth(image: SimFileSystem, config: Config) -> tuple[MetaState, int]:
+    """The state the journal on ``image`` alone describes, and its last sequence (read on a
+    copy: opening cuts a torn tail)."""
+    copy = image.crash_image("keep_unsynced")
+    journal = Journal.open(config.journal_dir, JournalOptions(durability=config.durability), copy)
+    try:
+        state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
+        for record in journal.replay():
+            state.apply(record.event)
+        return state, journal.stats().last_sequence
+    finally:
+        await journal.close()
+
+
+def index_fate(image: SimFileSystem, config: Config, last: int) -> str:
+    """What the crash left of the simulated index, against the journal's last sequence."""
+    directory = os.path.join(config.data_dir, INDEX_DIRNAME)
+    if not image.exists(os.path.join(directory, SIM_FILENAME)):
+        return "lost"
+    try:
+        applied = SimIndex(image.crash_image("keep_unsynced"), directory).applied()[0]
+    except IndexUnreadableError:
+        return "torn"
+    return "ahead" if applied > last else "stale" if applied < last else "current"
+
+
+def check_index(engine: Engine, truth: MetaState, verdict: Verdict) -> None:
+    """The state the engine started with (from its index, resumed or rebuilt) is the
+    journal's: the same records, usage and payload references."""
+    verdict.check(
+        encode_snapshot(engine.state) == encode_snapshot(truth),
+        "the state after the restart is not the replayed journal's",
+    )
+    for bucket in truth.list_buckets():
+        verdict.check(
+            engine.state.bucket_usage(bucket.name) == truth.bucket_usage(bucket.name),
+            f"bucket {bucket.name}: usage {engine.state.bucket_usage(bucket.name)} "
+            f"is not the journal's {truth.bucket_usage(bucket.name)}",
+        )
+    verdict.check(
+        engine.state.referenced_payloads() == truth.referenced_payloads(),
+        "the payload references are not the journal's",
+    )
+
+
 async def check_recovered(
     machine: SimMachine, image: SimFileSystem, *, firm: bool, files: bool = True
 ) -> list[str]:
     """Boot a successor of ``machine`` on ``image``, check everything, cut its power again;
     return the problems found."""
     verdict = await check_journal(machine, image, firm=firm)
+    truth, last = await journal_truth(image, machine.config)
+    INDEX_FATES[index_fate(image, machine.config, last)] += 1
     successor = machine.successor(image)
     await successor.boot()
     try:
+        check_index(successor.running, truth, verdict)
         state = check_state(successor, firm=firm)
         verdict.problems += state.problems
         await check_bytes(successor, verdict)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.crash.enginekit import INDEX_FATES
 from tests.crash.matrix import KINDS, Plan, dry_run, run_kind_sync
 from tests.crash.points import all_crash_points, http_only_crash_points
 
@@ -56,8 +57,11 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
 
 
 def _check(kind: str, durability: str, plan: Plan, record_property: Callable[..., None]) -> None:
+    fates_before = Counter(INDEX_FATES)
     tally = run_kind_sync(KINDS[kind], plan)
     record_property("crash_states", tally.crash_states)
+    for fate, count in (INDEX_FATES - fates_before).items():
+        record_property(f"index_{fate}", count)
     print(
         f"{kind}/{durability}: {tally.operations} file operations, {tally.scenarios} "
         f"scenarios, {tally.crash_states} crash states checked"
