@@ -58,6 +58,8 @@ class WorkerEngine(Engine):
         self._check_due = True
         self._current = MetaState()
         self._rest = b""
+        self._reader: LmdbObjectIndex | None = None
+        """The writer's index, read only (``Engine.index`` stays None: nothing here writes)."""
 
     @property
     def state(self) -> MetaState:
@@ -76,7 +78,7 @@ class WorkerEngine(Engine):
         self._check_due = True
 
     def _refresh(self) -> None:
-        index = self.index
+        index = self._reader
         if index is None:
             return
         sequence, _ = index.applied()
@@ -92,7 +94,7 @@ class WorkerEngine(Engine):
         self._seen = sequence
 
     async def start(self) -> None:
-        self.index = LmdbObjectIndex(
+        self._reader = LmdbObjectIndex(
             os.path.join(self.config.data_dir, INDEX_DIRNAME), readonly=True
         )
         self._refresh()
@@ -123,7 +125,7 @@ class WorkerEngine(Engine):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await self._link.close()
-        if self.index is not None:
-            index, self.index = self.index, None
-            index.close()
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            reader.close()
         self.executor.shutdown(wait=True)

@@ -28,6 +28,7 @@ from typing import Any
 
 from service.api_errors import ApiError
 from service.engine import Engine
+from service.index.lmdb_index import LmdbObjectIndex
 from service.observability import PerformanceRecorder
 from service.procs.wire import (
     NOTE_ID,
@@ -138,7 +139,7 @@ async def clear_stale_readers(engine: Engine) -> None:
     """A worker SIGKILLed inside a read transaction leaves its slot in LMDB's reader table,
     which would pin old pages (the index would only grow) until someone clears it."""
     index = engine.index
-    if index is not None:
+    if isinstance(index, LmdbObjectIndex):
         cleared = await engine.run_blocking(index.env.reader_check)
         if cleared:
             log.info("cleared %d stale index reader slots", cleared)
