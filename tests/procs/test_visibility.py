@@ -9,9 +9,11 @@ process: objects, overwrites, deletes, buckets, users and keys.
 from __future__ import annotations
 
 import hashlib
+import io
 import itertools
 
 import httpx
+from PIL import Image
 
 from tests.procs.prockit import answering_process, fresh_get
 from tests.serverproc import ServerProcess
@@ -102,3 +104,28 @@ def test_usage_and_listings_follow_writes_from_any_process(server: ServerProcess
             assert info["usage"] == {"object_count": number + 1, "size_bytes": 10 * (number + 1)}
             listing = fresh_get(server, f"/buckets/{bucket}/objects").json()
             assert len(listing["objects"]) == number + 1
+
+
+def png(color: tuple[int, int, int]) -> bytes:
+    sink = io.BytesIO()
+    Image.new("RGB", (32, 16), color).save(sink, format="PNG")
+    return sink.getvalue()
+
+
+def test_image_variants_follow_an_overwrite_on_every_process(server: ServerProcess) -> None:
+    """Variants are cached per process (on disk, shared); an overwrite on one process must
+    never be answered with the old source's variant by another."""
+    with server.client() as api:
+        bucket = new_bucket(api)
+        for color in ((255, 0, 0), (0, 0, 255), (0, 255, 0)):
+            put = api.put(
+                f"/buckets/{bucket}/objects/pic.png",
+                content=png(color),
+                headers={"Content-Type": "image/png"},
+            )
+            assert put.status_code == 200
+            for _ in range(READS):  # each process renders or finds the variant
+                got = fresh_get(server, f"/buckets/{bucket}/images/pic.png?w=8&format=png")
+                assert got.status_code == 200, got.text
+                pixel = Image.open(io.BytesIO(got.content)).convert("RGB").getpixel((4, 2))
+                assert pixel == color
