@@ -162,10 +162,11 @@ def load_state(
 
 def rebuild(index: PersistentIndex, journal: Journal) -> MetaState:
     """Empty the index and load the journal's snapshot into it. Blocking."""
+    snapshot = journal.snapshot
+    # Read (and checked: ``SnapshotDamagedError``) before the index changes at all.
+    image = decode_image(snapshot.data) if snapshot is not None else MetaState().freeze()
     index.wipe()
     index.begin()
-    snapshot = journal.snapshot
-    image = decode_image(snapshot.data) if snapshot is not None else MetaState().freeze()
     state = MetaState.restore(image, index)
     index.commit(snapshot.sequence if snapshot is not None else 0, 0, rest_of(state))
     if snapshot is not None:

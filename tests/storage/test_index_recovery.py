@@ -161,3 +161,20 @@ def test_a_marker_left_half_written_by_a_crash_does_not_stop_the_start(
     (data_dir / (MARKER_FILENAME + ".tmp")).write_bytes(b"torn")
     assert asyncio.run(started_state(data_dir)) == journal_truth(data_dir)
     assert not (data_dir / (MARKER_FILENAME + ".tmp")).exists()
+
+
+def test_a_rebuild_that_finds_the_newest_snapshot_damaged_falls_back_to_the_older_one(
+    populated: tuple[Path, Factory], caplog: pytest.LogCaptureFixture
+) -> None:
+    data_dir, f = populated
+    asyncio.run(run(data_dir, puts(f, 3, "d"), snapshot=True))
+    asyncio.run(run(data_dir, puts(f, 3, "e"), snapshot=True))
+    truth = journal_truth(data_dir)
+    newest = max((data_dir / "journal").glob("snapshot-*.snap"))
+    data = bytearray(newest.read_bytes())
+    data[-1] ^= 0xFF  # the header still checks out; the data does not
+    newest.write_bytes(bytes(data))
+    shutil.rmtree(data_dir / INDEX_DIRNAME)
+    with caplog.at_level(logging.INFO, logger="service.engine"):
+        assert asyncio.run(started_state(data_dir)) == truth
+    assert "checking every snapshot" in caplog.text
