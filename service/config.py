@@ -49,14 +49,15 @@ class Config:
     public_url: str | None = None
     """Base for presigned and share URLs; derived from the request when unset."""
     workers: int | None = None
-    """Serving processes (default: the number of CPUs). Accepted for the contract; this
-    server runs one process for now, whatever the value."""
+    """Serving processes sharing the port (default: the number of CPUs); one of them writes
+    the metadata. 1 runs a single process with no supervisor."""
     log_level: str = "info"
     """Lowest level of the log lines written to stderr."""
     metrics_public: bool = False
     """Serve GET /api/v1/metrics without credentials."""
     max_concurrent_uploads: int = 64
-    """Request bodies streamed at once; beyond it a PUT gets 503 with Retry-After."""
+    """Request bodies streamed at once by each serving process; beyond it a PUT gets 503 with
+    Retry-After."""
     max_uploads_per_user: int = 16
     """Request bodies one user (all its keys, tokens and presigned URLs) streams at once;
     beyond it that user's PUT gets 503 with Retry-After, so slow uploads of one user never

@@ -158,6 +158,10 @@ class Engine:
         self._removals: set[asyncio.Future[int]] = set()
         self.start_sweep: asyncio.Task[None] | None = None
         """The pass that removes the orphans a crash left, started after the start."""
+        self.startup_gc_grace = 0.0
+        """Age below which the start's orphan sweep keeps a payload even if older than the
+        start: 0 when nothing was in flight at the start; the GC's grace when worker
+        processes may be promoting payloads (``service.procs``)."""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -313,7 +317,7 @@ class Engine:
         try:
             # A file newer than the start is kept (``now - mtime < grace``); with no time
             # gone by (a simulated clock), a grace of 0 collects every unreferenced file.
-            await self._collect_payloads(self._clock() - started)
+            await self._collect_payloads(max(self._clock() - started, self.startup_gc_grace))
         except (JournalError, OSError) as exc:
             log.error("the sweep of orphan payloads after the start failed: %s", exc)
 

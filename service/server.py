@@ -6,6 +6,11 @@ written nothing. Then: replay the journal (engine), bootstrap on a fresh data di
 video job runner (it reruns unfinished jobs), serve. SIGTERM or SIGINT: stop accepting, let
 in-flight requests finish (bounded), kill the video workers (their jobs rerun at the next
 start), stop the image render workers, write a final snapshot and close the journal.
+
+With ``SERVICE_WORKERS`` > 1, ``main`` becomes the supervisor of that many serving processes
+(``service.procs``) and ``serve`` runs in each with its role: the writer does all of the above
+and also listens for its workers' commits; a worker runs a ``WorkerEngine`` (the shared index,
+commits through the writer), forwards the writer-only routes and runs no background work.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ import os
 import signal
 import socket
 import sys
+from typing import Any
 
 import tornado.httpserver
 import tornado.ioloop
 import tornado.web
+from tornado.netutil import bind_unix_socket
 
 from fsseam.fs import FileSystem, RealFileSystem
 from service import __version__
@@ -36,6 +43,18 @@ from service.media.video_shares import reap_expired_shares
 from service.meta import events
 from service.multipart import reap_expired_uploads
 from service.observability import BucketUsage, Metrics, PerformanceRecorder, configure_logging
+from service.procs import shared_metrics
+from service.procs.forward import WriterForwarder
+from service.procs.fresh_state import FreshStateDelegate
+from service.procs.notes import NotedPerformance
+from service.procs.supervisor import Role, forward_socket_path, supervise
+from service.procs.worker_engine import WorkerEngine
+from service.procs.writer_link import WriterLink
+from service.procs.writer_service import (
+    STALE_READERS_SECONDS,
+    CommitService,
+    clear_stale_readers,
+)
 from service.startup import StartupError, bind_listener, claim_data_dir
 from service.timefmt import now_ms
 from service.upkeep_metrics import UpkeepCollector
@@ -83,12 +102,14 @@ async def flush_key_usage(engine: Engine) -> None:
 
 
 def make_http_server(
-    app: tornado.web.Application, config: Config, ctx: AppContext
+    app: Any, config: Config, ctx: AppContext, *, xheaders: bool = False
 ) -> tornado.httpserver.HTTPServer:
     """An HTTP server with the limits that keep hostile clients from holding memory, whose
-    protocol-level refusals are the contract's (``service.http.protocol``)."""
+    protocol-level refusals are the contract's (``service.http.protocol``). ``xheaders``:
+    trust ``X-Real-Ip`` (only the writer's internal listener, ``service.procs.forward``)."""
     return ServiceHTTPServer(
         app,
+        xheaders=xheaders,
         header_deadline=header_deadline(config.idle_timeout),
         observer=ctx.observe_refusal,
         new_request_id=new_request_id,
@@ -102,14 +123,26 @@ def make_http_server(
     )
 
 
-async def serve(config: Config, sockets: list[socket.socket], fs: FileSystem) -> None:
-    """Run on the bound ``sockets`` until SIGTERM/SIGINT."""
+async def serve(
+    config: Config,
+    sockets: list[socket.socket],
+    fs: FileSystem,
+    role: Role | None = None,
+) -> None:
+    """Run on the bound ``sockets`` until SIGTERM/SIGINT: the only process (``role`` None),
+    or one of several (``service.procs``: the writer, or a worker committing through it)."""
     install_crash_hook(config.crash_point)
-    if config.workers is not None and config.workers > 1:
-        log.warning("workers=%d asked for: this server runs one serving process", config.workers)
-    engine = Engine(config, fs=fs)
+    worker = role is not None and not role.writer
+    link = WriterLink(role.socket_path) if role is not None and worker else None
+    engine = Engine(config, fs=fs) if link is None else WorkerEngine(config, link, fs=fs)
+    performance = PerformanceRecorder() if link is None else NotedPerformance(link)
+    if role is not None and role.workers_running:
+        engine.startup_gc_grace = config.gc_grace  # workers may be promoting payloads
     metrics = Metrics(
-        bucket_usage=lambda: bucket_usage_rows(engine), routes=route_names(), version=__version__
+        bucket_usage=lambda: bucket_usage_rows(engine),
+        routes=route_names(),
+        version=__version__,
+        multiprocess_dir=None if role is None else role.metrics_dir,
     )
     engine.gc_observer = metrics.observe_gc_run
     engine.snapshot_observer = metrics.observe_snapshot
@@ -117,53 +150,86 @@ async def serve(config: Config, sockets: list[socket.socket], fs: FileSystem) ->
     server_secret = await engine.run_blocking(
         load_or_create_server_secret, engine.fs, config.data_dir
     )
-    await bootstrap_if_empty(engine, config)
-    reap_interval = max(0.5, min(60.0, config.multipart_ttl / 4))
-    engine.add_background_job(reap_interval, lambda: reap_expired_uploads(engine))
-    engine.add_background_job(KEY_USAGE_FLUSH_SECONDS, lambda: flush_key_usage(engine))
-    if engine.journal is not None:
-        engine.journal.batch_observer = lambda records, seconds: observe_journal_batch(
-            metrics, records, seconds
-        )
-    ctx = AppContext(config, engine, metrics, PerformanceRecorder(), server_secret)
-    await ctx.video_jobs.start()
-    engine.add_background_job(SHARE_REAP_SECONDS, lambda: reap_expired_shares(engine))
-    engine.add_background_job(config.lifecycle_interval, ctx.lifecycle.run_pass)
-    metrics.registry.register(
-        UpkeepCollector(ctx.lifecycle, ctx.webhooks, engine.events, ctx.scrub)
-    )
-    await ctx.webhooks.start()
-    await ctx.scrub.start()
-    engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
-    server = make_http_server(make_app(ctx), config, ctx)
+    ctx = AppContext(config, engine, metrics, performance, server_secret)
+    commits: CommitService | None = None
+    app = make_app(ctx)
+    delegate: Any = app
+    servers = [make_http_server(app, config, ctx)]
+    forwarder: WriterForwarder | None = None
+    if not worker:
+        await start_background_work(engine, ctx, metrics)
+        if role is not None:
+            commits = CommitService(engine, performance, role.socket_path)
+            await commits.start()
+            engine.add_background_job(STALE_READERS_SECONDS, lambda: clear_stale_readers(engine))
+            internal = make_http_server(app, config, ctx, xheaders=True)
+            internal.add_socket(bind_unix_socket(forward_socket_path(role.socket_path), 0o600))
+            servers.append(internal)
+    elif role is not None and isinstance(engine, WorkerEngine):
+        forwarder = WriterForwarder(forward_socket_path(role.socket_path))
+        app.add_handlers(r".*", forwarder.routes(ctx))  # before every other route
+        delegate = FreshStateDelegate(app, engine)
+        servers[0] = make_http_server(delegate, config, ctx)
+    server = servers[0]
     server.add_sockets(sockets)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
     watchdog.start()
-    print(
-        f"service listening on http://{config.host}:{config.port} "
-        f"(data dir {config.data_dir}, durability {config.durability})",
-        flush=True,
-    )
-
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    for signum in (signal.SIGTERM, signal.SIGINT) if role is None else (signal.SIGTERM,):
         loop.add_signal_handler(signum, stop.set)
+    if role is None:
+        print(
+            f"service listening on http://{config.host}:{config.port} "
+            f"(data dir {config.data_dir}, durability {config.durability})",
+            flush=True,
+        )
+    else:
+        role.ready()
     await stop.wait()
     log.info("shutting down")
-    server.stop()  # no new connections
+    for each in servers:
+        each.stop()  # no new connections
     watchdog.stop()
     # Requests already begun run to their answer (an upload mid-body included); only then
     # are the idle keep-alive connections closed, which would otherwise cut them off.
     if not await ctx.wait_for_requests(SHUTDOWN_GRACE_SECONDS):
         log.warning("in-flight requests did not finish within %.0f s", SHUTDOWN_GRACE_SECONDS)
+    if forwarder is not None:
+        forwarder.close()  # ends the event streams passed through to the writer
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(server.close_all_connections(), 5.0)
-    await ctx.video_jobs.stop()
-    await ctx.webhooks.stop()
-    await ctx.scrub.stop()
+        await asyncio.wait_for(
+            asyncio.gather(*(each.close_all_connections() for each in servers)), 5.0
+        )
+    if commits is not None:
+        await commits.stop()
+    if not worker:
+        await ctx.video_jobs.stop()
+        await ctx.webhooks.stop()
+        await ctx.scrub.stop()
     ctx.images.close()
     await engine.stop()
+
+
+async def start_background_work(engine: Engine, ctx: AppContext, metrics: Metrics) -> None:
+    """What only the process owning the journal runs: bootstrap, reapers, video jobs,
+    lifecycle, webhooks, scrub, and the journal's metrics."""
+    config = engine.config
+    await bootstrap_if_empty(engine, config)
+    engine.add_background_job(KEY_USAGE_FLUSH_SECONDS, lambda: flush_key_usage(engine))
+    reap_interval = max(0.5, min(60.0, config.multipart_ttl / 4))
+    engine.add_background_job(reap_interval, lambda: reap_expired_uploads(engine))
+    if engine.journal is not None:
+        engine.journal.batch_observer = lambda records, seconds: observe_journal_batch(
+            metrics, records, seconds
+        )
+    await ctx.video_jobs.start()
+    engine.add_background_job(SHARE_REAP_SECONDS, lambda: reap_expired_shares(engine))
+    engine.add_background_job(config.lifecycle_interval, ctx.lifecycle.run_pass)
+    metrics.add_collector(UpkeepCollector(ctx.lifecycle, ctx.webhooks, engine.events, ctx.scrub))
+    await ctx.webhooks.start()
+    await ctx.scrub.start()
+    engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,8 +248,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"service: cannot start: {exc}", file=sys.stderr)
         return 1
     try:
+        processes = config.workers or os.cpu_count() or 1
+        if processes > 1:
+            return supervise(config, sockets, processes, run_role)
         configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
         asyncio.run(serve(config, sockets, fs))
     finally:
         lock.release()
     return 0
+
+
+def run_role(config: Config, sockets: list[socket.socket], role: Role) -> None:
+    """The body of a forked serving process (``service.procs.supervisor``)."""
+    shared_metrics.enable(role.metrics_dir)
+    configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
+    asyncio.run(serve(config, sockets, RealFileSystem(), role))

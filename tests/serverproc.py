@@ -31,6 +31,28 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _children(pid: int) -> list[int]:
+    """Live children of ``pid`` (from /proc; empty where there is none)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 @dataclass
 class ServerProcess:
     data_dir: Path
@@ -72,6 +94,9 @@ class ServerProcess:
                 "SERVICE_LOG_LEVEL": "info",
                 # Tests' webhook receivers listen on loopback, which is refused by default.
                 "SERVICE_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8,::1",
+                # One serving process unless a test asks for more (tests/procs/) or the
+                # whole suite is run with TEST_SERVICE_WORKERS=N.
+                "SERVICE_WORKERS": os.environ.get("TEST_SERVICE_WORKERS", "1"),
                 "PYTHONPATH": str(REPO_ROOT),
             }
         )
@@ -124,12 +149,19 @@ class ServerProcess:
         return code
 
     def kill(self) -> None:
-        """SIGKILL: a crash."""
+        """SIGKILL: a crash (serving processes of a supervisor die with it; wait for them,
+        so that a restart finds the port and the data dir free)."""
         if self.process is not None:
+            children = _children(self.process.pid)
             if self.process.poll() is None:
                 self.process.kill()
             self.process.wait()
             self.process = None
+            deadline = time.monotonic() + 10.0
+            while any(_alive(pid) for pid in children):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
 
     def restart(self, *, crash: bool = False, extra_env: Mapping[str, str] | None = None) -> None:
         if crash:

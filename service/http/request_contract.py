@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import re
 import secrets
 from dataclasses import dataclass
@@ -38,6 +39,15 @@ JSON_TYPE = "application/json; charset=utf-8"
 _REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 _REQUEST_ID_PREFIX = secrets.token_hex(4)
 _request_numbers = itertools.count(1)
+
+
+def _new_request_id_prefix() -> None:
+    """A forked serving process (``service.procs``) draws its own prefix."""
+    global _REQUEST_ID_PREFIX
+    _REQUEST_ID_PREFIX = secrets.token_hex(4)
+
+
+os.register_at_fork(after_in_child=_new_request_id_prefix)
 
 TORNADO_STATUS_CODES = {
     400: "InvalidArgument",

@@ -291,6 +291,10 @@ class LmdbObjectIndex:
             raw = txn.get(_REST, db=self._meta)
         return None if raw is None else bytes(raw)
 
+    def drop_cache(self) -> None:
+        """Forget the decoded versions (another process wrote the index since they were read)."""
+        self._cache.clear()
+
     def wipe(self) -> None:
         """Forget everything (before a rebuild)."""
         self._cache.clear()

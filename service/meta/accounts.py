@@ -65,7 +65,10 @@ class Accounts:
         at = fields.integer(event, "at")
         if user_id in self._users:
             return rejected("UserAlreadyExists", f"user id {user_id!r} already exists")
-        if username in self._user_ids_by_name:
+        folded = username.casefold()
+        # Unique whatever the case, as the HTTP layer compares them (``http.caps.fold``);
+        # checked here too, since two serving processes may both pass that check at once.
+        if any(name.casefold() == folded for name in self._user_ids_by_name):
             return rejected("UserAlreadyExists", f"username {username!r} is taken")
         user = User(user_id, username, password_hash, role, ACTIVE, at, at)
         self._users[user_id] = user

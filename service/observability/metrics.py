@@ -34,6 +34,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.gc_collector import GCCollector
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
@@ -124,6 +125,23 @@ class _BucketUsageCollector(Collector):
         )
 
 
+class _EveryProcess(Collector):
+    """Multiprocess mode: every process's values from the files in ``path``, and, as in a
+    single process, the families nothing has observed yet (declared, without samples)."""
+
+    def __init__(self, path: str, declared: CollectorRegistry) -> None:
+        self._collector = MultiProcessCollector(None, path=path)  # type: ignore[no-untyped-call]
+        self._declared = declared
+
+    def collect(self) -> Iterator[Metric]:
+        families: list[Metric] = list(self._collector.collect())  # type: ignore[no-untyped-call]
+        names = {family.name for family in families}
+        yield from families
+        for family in self._declared.collect():
+            if family.name not in names and not family.samples:
+                yield family
+
+
 class Metrics:
     """Every Prometheus metric of one server, and the methods that move them."""
 
@@ -135,10 +153,17 @@ class Metrics:
         routes: Iterable[str] | None = None,
         max_routes: int = 100,
         version: str | None = None,
+        multiprocess_dir: str | None = None,
     ) -> None:
+        """``multiprocess_dir``: this is one of several serving processes whose metric values
+        live in files there (prometheus-client's multiprocess mode, ``service.procs``);
+        ``render`` then adds up every process's."""
         if top_buckets < 0:
             raise ValueError("top_buckets must not be negative")
         self.registry = CollectorRegistry()
+        self._multiprocess_dir = multiprocess_dir
+        self._own_collectors: list[Collector] = []
+        """Collectors read at scrape time in this process (not the metric objects)."""
         self._declared_routes = None if routes is None else frozenset(routes) | {OTHER_ROUTE}
         self._seen_routes: set[str] = set()
         self._max_routes = max_routes
@@ -215,12 +240,14 @@ class Metrics:
             "service_multipart_sessions",
             "Open multipart upload sessions.",
             registry=registry,
+            multiprocess_mode="livemax",
         )
         self._media_jobs = Gauge(
             "service_media_jobs",
             "Media jobs by status; queued is the queue depth.",
             ["status"],
             registry=registry,
+            multiprocess_mode="livemax",
         )
         self._gc_runs = Counter(
             "service_gc_runs",
@@ -251,6 +278,7 @@ class Metrics:
             "service_read_only",
             "1 while the server refuses writes after a journal fault, else 0.",
             registry=registry,
+            multiprocess_mode="livemax",
         )
         for status in MEDIA_JOB_STATUSES:
             self._media_jobs.labels(status=status).set(0)
@@ -265,12 +293,20 @@ class Metrics:
                 "Always 1; the version is the label.",
                 ["version"],
                 registry=registry,
+                multiprocess_mode="livemax",
             ).labels(version=version).set(1)
         if bucket_usage is not None:
-            registry.register(_BucketUsageCollector(bucket_usage, top_buckets))
-        ProcessCollector(registry=registry)
-        PlatformCollector(registry=registry)
-        GCCollector(registry=registry)
+            self.add_collector(_BucketUsageCollector(bucket_usage, top_buckets))
+        self._own_collectors += [
+            ProcessCollector(registry=registry),
+            PlatformCollector(registry=registry),
+            GCCollector(registry=registry),
+        ]
+
+    def add_collector(self, collector: Collector) -> None:
+        """Register a collector read at scrape time (in multiprocess mode, this process's)."""
+        self.registry.register(collector)
+        self._own_collectors.append(collector)
 
     def observe_request(
         self,
@@ -384,7 +420,13 @@ class Metrics:
 
     def render(self) -> tuple[bytes, str]:
         """The exposition body and its Content-Type (text format 0.0.4)."""
-        return generate_latest(self.registry), CONTENT_TYPE
+        if self._multiprocess_dir is None:
+            return generate_latest(self.registry), CONTENT_TYPE
+        registry = CollectorRegistry()
+        registry.register(_EveryProcess(self._multiprocess_dir, self.registry))
+        for collector in self._own_collectors:
+            registry.register(collector)
+        return generate_latest(registry), CONTENT_TYPE
 
     def _route_label(self, route: str) -> str:
         if self._declared_routes is not None:

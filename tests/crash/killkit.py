@@ -74,6 +74,7 @@ from tests.crash.killplan import (
     cycle_for,
     reachable_points,
 )
+from tests.crash.killprocs import PROCESSES, kill_serving_process
 from tests.crash.killupkeep import UPKEEP_ENV, check_upkeep, webhook
 from tests.crash.killworkload import (
     PLAIN,
@@ -139,6 +140,8 @@ class Tally:
     armed: Counter[str] = field(default_factory=Counter)
     hits: Counter[str] = field(default_factory=Counter)
     missed: Counter[str] = field(default_factory=Counter)
+    victims: Counter[str] = field(default_factory=Counter)
+    """Serving processes SIGKILLed alone (writer, worker) in two-process cycles."""
     problems: list[str] = field(default_factory=list)
 
 
@@ -167,8 +170,11 @@ class KillKit:
         self.unchecked: list[tuple[str, tuple[Thing, ...]]] = []
         self.tally = Tally()
         self.label = "setup"
-        self.running: tuple[str | None, str] | None = None
-        """(crash point spec, durability) of the running server; None while it is down."""
+        self.serving_killed = False
+        """A serving process was SIGKILLed alone this cycle: 503 + Retry-After is allowed."""
+        self.running: tuple[str | None, str, int] | None = None
+        """(crash point spec, durability, serving processes) of the running server; None
+        while it is down."""
         self.serial = itertools.count()
         self.receiver = Receiver()
         self.acked_digests: set[str] = set()
@@ -201,6 +207,8 @@ class KillKit:
     def outcome(self, reply: Reply, what: str, expected: int) -> str:
         """The fate of ``reply``; any answer but ``expected`` from a live server is a
         problem: this workload never sends a request the server should refuse or fail."""
+        if self.serving_killed and reply.status == 503 and "Retry-After" in reply.headers:
+            return reply.fate  # a commit while the writer recovers (``tests.crash.killprocs``)
         if reply.status not in (None, 0, expected):
             detail = reply.content[:300].decode(errors="replace")
             self.problem(f"{what}: expected {expected}, got {reply.status} {detail}")
@@ -279,16 +287,17 @@ class KillKit:
                 self.ledger.key(bucket, key)
                 self.views[(bucket, key)] = []
 
-    def serve(self, arm: str | None = None, durability: str = "strict") -> None:
-        """Have a server running with this crash point and durability (restart if needed)."""
-        wanted = (arm, durability)
+    def serve(self, arm: str | None = None, durability: str = "strict", processes: int = 1) -> None:
+        """Have a server running with this crash point, durability and number of serving
+        processes (restart if needed)."""
+        wanted = (arm, durability, processes)
         if self.proc.process is not None and self.running == wanted:
             return
         if self.proc.process is not None:
             code = self.proc.stop()
             if code != 0:
                 self.problem(f"graceful stop exited with {code}")
-        env = {"SERVICE_DURABILITY": durability}
+        env = {"SERVICE_DURABILITY": durability, "SERVICE_WORKERS": str(processes)}
         if arm is not None:
             env["SERVICE_CRASH_POINT"] = arm
         self.proc.start(extra_env=env)  # a server that cannot start again fails the run
@@ -297,7 +306,9 @@ class KillKit:
     def run(self, number: int, cycle: Cycle) -> None:
         """One cycle: start, load, kill, (startup crash), restart, check."""
         self.label = f"cycle {number}: {cycle.describe()}"
-        self.serve(f"{cycle.arm}:{cycle.nth}" if cycle.arm else None, cycle.durability)
+        self.serving_killed = False
+        processes = PROCESSES if cycle.victim else 1
+        self.serve(f"{cycle.arm}:{cycle.nth}" if cycle.arm else None, cycle.durability, processes)
         if cycle.arm:
             self.tally.armed[cycle.arm] += 1
         code = self.load_and_kill(cycle)
@@ -327,6 +338,14 @@ class KillKit:
         for thread in threads:
             thread.start()
         wait = ARM_DEADLINE if cycle.arm else self.rng.uniform(*self.kill_delay)
+        if cycle.victim:
+            time.sleep(wait)
+            self.serving_killed = True
+            problem = kill_serving_process(self.proc, cycle.victim)
+            if problem:
+                self.problem(problem)
+            self.tally.victims[cycle.victim] += 1
+            wait = self.rng.uniform(*self.kill_delay)  # load through the recovery
         deadline = time.monotonic() + wait
         code = process.poll()
         while code is None and time.monotonic() < deadline:
@@ -712,5 +731,6 @@ class KillKit:
             f"{tally.completed_again} of them completed again; "
             f"{tally.webhook_events} webhook events delivered; "
             f"crash points hit {sum(tally.hits.values())} times "
-            f"({len(tally.hits)} distinct), missed {dict(tally.missed) or 'none'}"
+            f"({len(tally.hits)} distinct), missed {dict(tally.missed) or 'none'}; "
+            f"serving processes killed alone: {dict(tally.victims) or 'none'}"
         )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from tests.crash.killprocs import VICTIMS
 from tests.crash.points import all_crash_points
 
 STARTUP_POINTS: dict[str, str | None] = {
@@ -69,9 +70,13 @@ class Cycle:
     then: str | None = None
     """Startup crash point armed at the start after the kill."""
     durability: str = "strict"
+    victim: str | None = None
+    """A serving process of a two-process server to SIGKILL first (``tests.crash.killprocs``)."""
 
     def describe(self) -> str:
         what = f"armed {self.arm}:{self.nth}" if self.arm else "random kill"
+        if self.victim:
+            what = f"{self.victim} of two processes killed, then {what}"
         if self.then:
             what += f", then start armed {self.then}"
         return what if self.durability == "strict" else f"{what}, {self.durability}"
@@ -100,11 +105,13 @@ def cycle_for(point: str, rng: random.Random, *, chain: bool = True) -> Cycle:
 
 def coverage_plan(rng: random.Random, *, random_kills: int) -> list[Cycle]:
     """Every crash point armed once (startup points after the kill that prepares them),
-    plus ``random_kills`` kills at random moments, one balanced run among them; shuffled."""
+    plus ``random_kills`` kills at random moments, one balanced run among them, and the writer
+    and a worker of a two-process server each killed alone once; shuffled."""
     cycles = [cycle_for(point, rng) for point in runtime_points()]
     cycles.append(cycle_for("engine.after_replay", rng))
     cycles += [cycle_for(point, rng) for point in UNREACHABLE]
     cycles += [Cycle() for _ in range(random_kills)]
+    cycles += [Cycle(victim=victim) for victim in VICTIMS]
     rng.shuffle(cycles)
     return cycles
 
@@ -112,6 +119,8 @@ def coverage_plan(rng: random.Random, *, random_kills: int) -> list[Cycle]:
 def soak_cycle(rng: random.Random) -> Cycle:
     """A random cycle: mostly random kills, else any point (rarely balanced durability)."""
     roll = rng.random()
+    if roll < 0.1:
+        return Cycle(victim=rng.choice(VICTIMS))
     if roll < 0.45:
         then = "engine.after_replay" if rng.random() < 0.1 else None
         return Cycle(then=then, durability="balanced" if rng.random() < 0.1 else "strict")

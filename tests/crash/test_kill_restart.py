@@ -77,6 +77,7 @@ def test_every_kill_and_restart_keeps_every_acknowledged_operation(
         assert tally.armed[point] >= 1 and tally.hits[point] == 0, point
     assert tally.checked > 0
     assert tally.webhook_events > 0, "the webhook receiver got no event"
+    assert tally.victims == {"writer": 1, "worker": 1}, "each serving role killed alone once"
 
 
 @pytest.mark.e2e

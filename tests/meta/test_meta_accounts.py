@@ -35,6 +35,15 @@ def test_usernames_and_user_ids_are_unique() -> None:
     assert [u.username for u in state.list_users()] == ["ada"]
 
 
+def test_usernames_are_unique_whatever_the_case() -> None:
+    """Two serving processes may both pass the HTTP layer's case-folded check at once."""
+    state = MetaState()
+    applied(state, user("u1", "Carol"))
+    for name in ("carol", "CAROL", "cArOl"):
+        assert state.apply(user(f"u-{name}", name)).error_code == "UserAlreadyExists"
+    assert state.user_by_username("carol") is None
+
+
 def test_user_update_changes_the_named_fields() -> None:
     state = MetaState()
     applied(state, user("u1", "ada"))

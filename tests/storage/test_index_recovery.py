@@ -152,6 +152,17 @@ def test_an_index_built_from_another_journal_is_rebuilt(
     assert "not built from this journal" in caplog.text
 
 
+def test_a_marker_left_half_written_by_a_crash_does_not_stop_the_start(
+    populated: tuple[Path, Factory],
+) -> None:
+    """A start killed between creating ``index.open.tmp`` and renaming it (found by killing
+    a restarting writer) must not make every later start fail on the leftover."""
+    data_dir, _ = populated
+    (data_dir / (MARKER_FILENAME + ".tmp")).write_bytes(b"torn")
+    assert asyncio.run(started_state(data_dir)) == journal_truth(data_dir)
+    assert not (data_dir / (MARKER_FILENAME + ".tmp")).exists()
+
+
 def test_a_rebuild_that_finds_the_newest_snapshot_damaged_falls_back_to_the_older_one(
     populated: tuple[Path, Factory], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -1,0 +1,42 @@
+"""Servers with two serving processes (a writer and a worker) for the tests in this directory.
+
+``server`` and ``server_factory`` are overridden here, so the suites imported from
+``tests/http`` (``test_http_objects.py``) run against two processes too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.serverproc import ServerProcess
+
+TWO = {"SERVICE_WORKERS": "2"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One two-process server per module (use unique names)."""
+    proc = ServerProcess(tmp_path_factory.mktemp("procs") / "data", env_overrides=TWO)
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
+    """Fresh two-process servers (unless ``SERVICE_WORKERS`` is given); killed at the end."""
+    started: list[ServerProcess] = []
+
+    def make(start: bool = True, **env: str) -> ServerProcess:
+        proc = ServerProcess(tmp_path / f"data{len(started)}", env_overrides={**TWO, **env})
+        started.append(proc)
+        if start:
+            proc.start()
+        return proc
+
+    yield make
+    for proc in started:
+        proc.kill()
