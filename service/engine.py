@@ -35,7 +35,6 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
 from fsseam import crashpoints
@@ -45,9 +44,7 @@ from journal import (
     JournalClosedError,
     JournalError,
     JournalFailedError,
-    JournalOptions,
     Record,
-    SnapshotDamagedError,
 )
 from service.config import Config
 from service.engine_errors import (
@@ -56,27 +53,18 @@ from service.engine_errors import (
     ReadOnlyError,
     StorageFullError,
 )
+from service.engine_recovery import PayloadRefs, open_and_replay
 from service.events_feed import FLUSH_SECONDS, EventFeed
 from service.index.lmdb_index import LmdbObjectIndex
-from service.index.opening import (
-    IndexMismatchError,
-    close_index,
-    event_crc,
-    load_state,
-    open_index,
-    rebuild,
-    rest_of,
-)
+from service.index.opening import close_index, event_crc, rest_of
 from service.index.protocol import IndexFactory, PersistentIndex
 from service.key_usage import KeyUsage
-from service.meta import MetaState, Outcome, decode_snapshot, events, freeze, iter_snapshot
+from service.meta import MetaState, Outcome, events, freeze, iter_snapshot
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 
 log = logging.getLogger("service.engine")
 
 T = TypeVar("T")
-PayloadRefs = dict[str, tuple[int, str]]
-"""payload id -> (size, sha256) as the records that reference it state them."""
 
 
 class Engine:
@@ -210,91 +198,15 @@ class Engine:
         self._background.append(asyncio.create_task(self._every(interval, job)))
 
     def _open_and_replay(self) -> tuple[Journal, MetaState, PayloadRefs | None]:
-        """Open the journal and rebuild the state: from the object index when it can be
-        trusted, else from the journal's snapshot (``service.index.opening``). After an unclean
-        balanced run, also collect the payloads named by the records after the snapshot
-        (they may be torn)."""
-        options = JournalOptions(
-            durability=self.config.durability,
-            segment_bytes=self.config.journal_segment_bytes,
-            # With the index, the snapshot is read only to rebuild it: its crc is checked then.
-            verify_snapshot=self._index_factory is None,
-        )
-        # None: the last run stopped cleanly; else the records after this sequence may name
-        # payloads that never reached the disk (the last checkpoint: see ``checkpoint``).
-        unclean = self.integrity.unsynced_checkpoint()
-        journal = Journal.open(self.config.journal_dir, options, self.fs)
-        self.events.open(journal.snapshot.sequence if journal.snapshot else 0)
-        if self._index_factory is None:
-            state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
-            self.events.forget_after(journal.snapshot.sequence if journal.snapshot else 0)
-            return journal, state, self._replay(journal, state, 0, None, unclean)
-        index, reason = open_index(self.fs, self.config.data_dir, self._index_factory)
-        self.index = index
-        try:
-            state, applied, check = load_state(index, reason, journal)
-            snapshot_sequence = journal.snapshot.sequence if journal.snapshot else 0
-            self.events.forget_after(max(applied, snapshot_sequence))
-            return journal, state, self._replay(journal, state, applied, check, unclean)
-        except (IndexMismatchError, SnapshotDamagedError) as exc:
-            log.warning("rebuilding the index from the journal: %s", exc)
-        try:
-            state = rebuild(index, journal)
-        except SnapshotDamagedError as exc:
-            log.warning("%s; opening the journal again, checking every snapshot", exc)
-            journal.close_unused()
-            options = replace(options, verify_snapshot=True)
-            journal = Journal.open(self.config.journal_dir, options, self.fs)
-            state = rebuild(index, journal)
-        base = journal.snapshot.sequence if journal.snapshot else 0
-        self.events.forget_after(base)
-        return journal, state, self._replay(journal, state, base, None, unclean)
+        """``service.engine_recovery``; the index is kept as soon as it is open."""
 
-    def _replay(
-        self,
-        journal: Journal,
-        state: MetaState,
-        applied: int,
-        check: int | None,
-        unclean: int | None,
-    ) -> PayloadRefs | None:
-        """Apply the records after ``applied`` (the one at ``applied`` must have CRC-32
-        ``check``, if given), one index transaction per ``REPLAY_BATCH`` records; after an
-        unclean stop, collect the payloads named after the ``unclean`` checkpoint.
-        Blocking."""
-        index = self.index
-        recent: PayloadRefs | None = {} if unclean is not None else None
-        verify_after = unclean or 0
-        last: dict[str, Any] | None = None
-        for record in journal.replay():
-            event = record.event
-            if recent is not None and "payload_id" in event and record.sequence > verify_after:
-                recent[event["payload_id"]] = (event["size"], event["sha256"])
-            if record.sequence <= applied:
-                if record.sequence == applied and check is not None and event_crc(event) != check:
-                    raise IndexMismatchError(
-                        f"the index's record {applied} is not this journal's (another journal?)"
-                    )
-                if record.sequence > self.events.last_sequence and event.get("type") in (
-                    _EVENT_SOURCES
-                ):
-                    # Its event may not have reached the event log before the crash, and
-                    # only applying the record derives it again.
-                    raise IndexMismatchError(
-                        f"the event log ends before record {record.sequence}, which the index holds"
-                    )
-                continue  # the index holds its effects already
-            if index is not None and not index.in_batch:
-                index.begin()
-            self.events.observe(record.sequence, event, state.apply(event))
-            last = event
-            if index is not None and record.sequence % REPLAY_BATCH == 0:
-                self.events.write_pending()
-                index.commit(record.sequence, event_crc(event), rest_of(state))
-        if index is not None and index.in_batch and last is not None:
-            self.events.write_pending()
-            index.commit(journal.stats().last_sequence, event_crc(last), rest_of(state))
-        return recent
+        def keep(index: PersistentIndex) -> None:
+            self.index = index
+
+        recovered = open_and_replay(
+            self.config, self.fs, self.events, self.integrity, self._index_factory, keep
+        )
+        return recovered.journal, recovered.state, recovered.recent
 
     def _verify_recent(self, recent: PayloadRefs) -> set[str]:
         """Quarantine the (referenced) payloads in ``recent`` whose bytes are not what their
@@ -603,12 +515,8 @@ class Engine:
 
 CHECKPOINT_SECONDS = 5.0
 """Balanced: how often the payloads written since the last checkpoint are fsynced."""
-REPLAY_BATCH = 10_000
-"""Records replayed per index transaction at startup."""
 _OBJECT_EVENTS = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED})
 """Events whose effects lie wholly in the object index (when accepted)."""
-_EVENT_SOURCES = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED, events.UPLOAD_COMPLETED})
-"""Records that may derive an object event (``service.events_feed``)."""
 
 
 def _disk_full(exc: BaseException) -> bool:

@@ -6,7 +6,7 @@ engine running on it. Its operations call the same domain functions the HTTP han
 turn every outcome into the status the HTTP layer would answer, and record the outcome in a
 ``Ledger`` (``tests.crash.model``). ``power_cut`` drops the engine as a power loss would;
 ``SimFileSystem.crash_image`` gives the disk that survives; a new machine boots on it and
-``check_recovered`` asserts the durability claims of ``docs/durability.md``.
+``tests.crash.checkkit`` asserts the durability claims of ``docs/durability.md``.
 
 Determinism: the engine's executor is replaced by a single thread, so its jobs (staging
 writes, promotes, removals) run in submission order, and the journal has its own single
@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import errno
-import os
 import random
 import threading
 from collections import Counter
@@ -33,19 +32,16 @@ from typing import Any
 
 from fsseam import crashpoints
 from fsseam.simfs import CrashMode, ManualClock, SimFileSystem, SimulatedCrash
-from journal import Journal, JournalOptions
 from service import buckets, multipart, objects
 from service.api_errors import ApiError, response_headers
 from service.config import Config, Durability
 from service.engine import Engine
-from service.index.opening import BOOT_ID_PATH, INDEX_DIRNAME
-from service.index.protocol import IndexUnreadableError
-from service.meta import MetaState, ObjectVersion, PartInfo, decode_snapshot, encode_snapshot
+from service.index.opening import BOOT_ID_PATH
+from service.meta import ObjectVersion, PartInfo
 from service.objects import PutIntent
 from service.storage import StagedPayload, StagingUpload, layout
-from tests.crash.model import MARKER, Fate, KeyState, Ledger, UploadState
-from tests.crash.simindex import FILENAME as SIM_FILENAME
-from tests.crash.simindex import SimIndex, sim_index_factory
+from tests.crash.model import Fate, Ledger
+from tests.crash.simindex import sim_index_factory
 
 DATA_DIR = "/srv/data"
 OWNER = "u_crash"
@@ -501,255 +497,6 @@ class SimMachine:
 
 
 # -- observing and checking -------------------------------------------------------------
-
-
-def observe_key(engine: Engine, bucket: str, key: str) -> KeyState:
-    return tuple(
-        MARKER if version.is_delete_marker else version.sha256
-        for version in engine.state.object_versions(bucket, key)
-    )
-
-
-def observe_upload(engine: Engine, upload_id: str) -> UploadState:
-    if engine.state.get_upload(upload_id) is None:
-        return None
-    return frozenset(
-        (part.part_number, part.sha256) for part in engine.state.upload_parts(upload_id)
-    )
-
-
-INTEGRITY_CODES = frozenset({"InternalError"})
-"""Codes a read of a quarantined payload may answer (balanced mode after an unclean start)."""
-
-
-@dataclass
-class Verdict:
-    problems: list[str] = field(default_factory=list)
-
-    def check(self, condition: bool, message: str) -> None:
-        if not condition:
-            self.problems.append(message)
-
-
-def check_state(machine: SimMachine, *, firm: bool, settle: bool = True) -> Verdict:
-    """Every key, bucket and upload is in an allowed state; nothing unknown exists."""
-    engine = machine.running
-    ledger = machine.ledger
-    verdict = Verdict()
-    for name, possible in ledger.buckets.items():
-        exists = engine.state.get_bucket(name) is not None
-        verdict.check(
-            exists in possible.allowed(firm=firm),
-            f"bucket {name}: exists={exists}, allowed {possible.allowed(firm=firm)}",
-        )
-        if settle:
-            possible.settle(exists)
-    for bucket in engine.state.list_buckets():
-        verdict.check(bucket.name in ledger.buckets, f"unknown bucket {bucket.name}")
-        for entry in engine.state.list_versions(bucket.name, limit=10_000).versions:
-            version = entry.version
-            verdict.check(
-                (bucket.name, version.key) in ledger.keys,
-                f"unknown key {bucket.name}/{version.key}",
-            )
-    for (bucket_name, key), possible in ledger.keys.items():
-        observed = observe_key(engine, bucket_name, key)
-        verdict.check(
-            observed in possible.allowed(firm=firm),
-            f"key {bucket_name}/{key}: {_short(observed)} not in "
-            f"{[_short(s) for s in possible.allowed(firm=firm)]}",
-        )
-        if settle:
-            possible.settle(observed)
-    known_open = 0
-    for upload_id, upload in ledger.uploads.items():
-        observed_upload = observe_upload(engine, upload_id)
-        known_open += observed_upload is not None
-        verdict.check(
-            observed_upload in upload.allowed(firm=firm),
-            f"upload {upload_id}: {observed_upload} not in {upload.allowed(firm=firm)}",
-        )
-        if settle:
-            upload.settle(observed_upload)
-    stray = len(engine.state.uploads()) - known_open
-    verdict.check(stray <= ledger.unknown_uploads, f"{stray} open uploads nobody started knowingly")
-    return verdict
-
-
-def _short(state: KeyState) -> tuple[str, ...]:
-    return tuple(item[:8] for item in state)
-
-
-async def check_bytes(machine: SimMachine, verdict: Verdict) -> None:
-    """Every version and part serves exactly its bytes, or (balanced) an integrity error."""
-    engine = machine.running
-    strict = machine.durability == "strict"
-    bodies = machine.ledger.bodies
-    durable = machine.ledger.durable_payloads
-    for bucket in engine.state.list_buckets():
-        for entry in engine.state.list_versions(bucket.name, limit=10_000).versions:
-            version = entry.version
-            if version.is_delete_marker:
-                continue
-            result = await machine.get(bucket.name, version.key, version.version_id or "null")
-            where = f"{bucket.name}/{version.key}@{version.version_id}"
-            if result.ok:
-                verdict.check(
-                    result.value == bodies.get(version.sha256),
-                    f"{where} served wrong bytes ({len(result.value)} bytes)",
-                )
-            else:
-                excused = not strict and version.payload_id not in durable
-                verdict.check(
-                    excused and result.code in INTEGRITY_CODES,
-                    f"{where} unreadable: {result.status} {result.code}",
-                )
-    for session in engine.state.uploads():
-        for part in engine.state.upload_parts(session.upload_id):
-            good = await engine.run_blocking(
-                engine.store.verify, part.payload_id, part.size, part.sha256
-            )
-            excused = not strict and part.payload_id not in durable
-            verdict.check(
-                good or (excused and part.payload_id in engine.quarantined),
-                f"part {part.part_number} of {session.upload_id} is damaged",
-            )
-
-
-async def check_files_after_gc(machine: SimMachine, verdict: Verdict) -> None:
-    """After the staging TTL and one GC pass: payload files == referenced, staging empty."""
-    engine = machine.running
-    machine.clock.advance(max(STAGING_TTL, GC_GRACE) + 1)
-    result = await machine.collect_garbage()
-    verdict.check(result.ok, f"GC failed: {result.status} {result.code}")
-    on_disk = set(await engine.run_blocking(lambda: list(engine.store.list_payload_ids())))
-    referenced = engine.state.referenced_payloads() - engine.quarantined
-    verdict.check(
-        on_disk == referenced,
-        f"payload files {sorted(on_disk - referenced)} unreferenced, "
-        f"{sorted(referenced - on_disk)} missing",
-    )
-    staging = machine.fs.listdir(engine.store.layout.staging_dir)
-    verdict.check(staging == [], f"staging files left: {staging}")
-
-
-async def check_journal(machine: SimMachine, image: SimFileSystem, *, firm: bool) -> Verdict:
-    """The log on ``image`` replays to a gap-free prefix holding everything durable.
-
-    Reads a copy of the image (opening cuts a torn tail), so ``image`` is left for the
-    engine to recover exactly as it would.
-    """
-    verdict = Verdict()
-    copy = image.crash_image("keep_unsynced")
-    journal = Journal.open(
-        machine.config.journal_dir, JournalOptions(durability=machine.durability), copy
-    )
-    try:
-        base = journal.snapshot.sequence if journal.snapshot is not None else 0
-        records = list(journal.replay())
-    finally:
-        await journal.close()
-    sequences = [record.sequence for record in records]
-    verdict.check(
-        sequences == list(range(base + 1, base + 1 + len(records))),
-        f"sequences after snapshot {base} are not gap-free: {sequences[:5]}...",
-    )
-    last = base + len(records)
-    log = machine.log
-    for record in records:
-        sent = log.delivered.get(record.sequence)
-        if sent is not None:
-            verdict.check(sent == record.event, f"record {record.sequence} was altered")
-        else:
-            verdict.check(
-                record.event in log.attempted,
-                f"record {record.sequence} is no event anyone sent: {record.event}",
-            )
-    floor = max(log.delivered, default=0) if firm else log.synced_floor
-    verdict.check(last >= floor, f"log ends at {last}, but {floor} was durable")
-    # What a recovery dropped is gone for good: later sequences are new records.
-    for sequence in [s for s in log.delivered if s > last]:
-        del log.delivered[sequence]
-    return verdict
-
-
-INDEX_FATES: Counter[str] = Counter()
-"""How the simulated index came back in the crash images checked: lost, torn, stale,
-current or ahead (of the journal)."""
-
-
-async def journal_truth(image: SimFileSystem, config: Config) -> tuple[MetaState, int]:
-    """The state the journal on ``image`` alone describes, and its last sequence (read on a
-    copy: opening cuts a torn tail)."""
-    copy = image.crash_image("keep_unsynced")
-    journal = Journal.open(config.journal_dir, JournalOptions(durability=config.durability), copy)
-    try:
-        state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
-        for record in journal.replay():
-            state.apply(record.event)
-        return state, journal.stats().last_sequence
-    finally:
-        await journal.close()
-
-
-def index_fate(image: SimFileSystem, config: Config, last: int) -> str:
-    """What the crash left of the simulated index, against the journal's last sequence."""
-    directory = os.path.join(config.data_dir, INDEX_DIRNAME)
-    if not image.exists(os.path.join(directory, SIM_FILENAME)):
-        return "lost"
-    try:
-        applied = SimIndex(image.crash_image("keep_unsynced"), directory).applied()[0]
-    except IndexUnreadableError:
-        return "torn"
-    return "ahead" if applied > last else "stale" if applied < last else "current"
-
-
-def check_index(engine: Engine, truth: MetaState, verdict: Verdict) -> None:
-    """The state the engine started with (from its index, resumed or rebuilt) is the
-    journal's: the same records, usage and payload references."""
-    verdict.check(
-        encode_snapshot(engine.state) == encode_snapshot(truth),
-        "the state after the restart is not the replayed journal's",
-    )
-    for bucket in truth.list_buckets():
-        verdict.check(
-            engine.state.bucket_usage(bucket.name) == truth.bucket_usage(bucket.name),
-            f"bucket {bucket.name}: usage {engine.state.bucket_usage(bucket.name)} "
-            f"is not the journal's {truth.bucket_usage(bucket.name)}",
-        )
-    verdict.check(
-        engine.state.referenced_payloads() == truth.referenced_payloads(),
-        "the payload references are not the journal's",
-    )
-
-
-async def check_recovered(
-    machine: SimMachine,
-    image: SimFileSystem,
-    *,
-    firm: bool,
-    files: bool = True,
-    first: Callable[[SimMachine, Verdict, bool], Awaitable[None]] | None = None,
-) -> list[str]:
-    """Boot a successor of ``machine`` on ``image``, check everything (``first`` before
-    anything else runs on it), cut its power again; return the problems found."""
-    verdict = await check_journal(machine, image, firm=firm)
-    truth, last = await journal_truth(image, machine.config)
-    INDEX_FATES[index_fate(image, machine.config, last)] += 1
-    successor = machine.successor(image)
-    await successor.boot()
-    try:
-        if first is not None:
-            await first(successor, verdict, firm)
-        check_index(successor.running, truth, verdict)
-        state = check_state(successor, firm=firm)
-        verdict.problems += state.problems
-        await check_bytes(successor, verdict)
-        if files:
-            await check_files_after_gc(successor, verdict)
-    finally:
-        await successor.power_cut()
-    return verdict.problems
 
 
 def part_of(result: Result) -> PartInfo:

@@ -34,14 +34,12 @@ from typing import Any
 
 from fsseam.simfs import CRASH_MODES, CrashMode, Fault, SimFileSystem, SimulatedCrash
 from service.config import Durability
+from tests.crash.checkkit import Verdict, check_recovered, check_state
 from tests.crash.enginekit import (
     GC_GRACE,
     CrashPoints,
     Result,
     SimMachine,
-    Verdict,
-    check_recovered,
-    check_state,
     crash_config,
     part_of,
     seeded_names,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.crash.enginekit import INDEX_FATES
+from tests.crash.indexkit import INDEX_FATES
 from tests.crash.matrix import KINDS, Plan, dry_run, run_kind_sync
 from tests.crash.points import all_crash_points, http_only_crash_points
 

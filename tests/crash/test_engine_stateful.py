@@ -28,16 +28,14 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from fsseam import crashpoints
 from fsseam.simfs import CRASH_MODES, CrashMode, Fault, FaultKind, SimulatedCrash
 from service.config import Durability
-from tests.crash.enginekit import (
-    CrashPoints,
-    SimMachine,
+from tests.crash.checkkit import (
     check_bytes,
     check_files_after_gc,
     check_journal,
     check_state,
     observe_upload,
-    seeded_names,
 )
+from tests.crash.enginekit import CrashPoints, SimMachine, seeded_names
 from tests.crash.model import sha256, visible
 
 BUCKETS = {"plain": False, "versioned": True}

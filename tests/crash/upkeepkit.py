@@ -36,7 +36,8 @@ from service.meta import ObjectVersion
 from service.meta.notification_state import Webhook
 from service.scrub import Scrubber
 from service.webhooks import WebhookDispatcher
-from tests.crash.enginekit import SimMachine, Verdict
+from tests.crash.checkkit import Verdict
+from tests.crash.enginekit import SimMachine
 
 Step = Callable[[SimMachine, dict[str, Any]], Awaitable[None]]
 
