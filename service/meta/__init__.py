@@ -17,6 +17,7 @@ frozen images may go to any thread.
 """
 
 from service.meta import events
+from service.meta.frozen import FrozenState
 from service.meta.model import (
     NULL_VERSION_ID,
     AccessKey,
@@ -41,7 +42,7 @@ from service.meta.snapshot import (
     freeze,
     iter_snapshot,
 )
-from service.meta.state import FrozenState, MetaState
+from service.meta.state import MetaState
 
 __all__ = [
     "ERROR_CODES",

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 import msgpack
 
+from service.meta.frozen import FrozenState
 from service.meta.model import (
     AccessKey,
     Bucket,
@@ -56,7 +57,7 @@ from service.meta.model import (
     VideoJob,
     VideoShare,
 )
-from service.meta.state import FrozenState, MetaState
+from service.meta.state import MetaState
 
 FORMAT = 1
 CHUNK_BYTES = 1024 * 1024

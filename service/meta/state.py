@@ -34,12 +34,13 @@ private copies).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from service.meta import events, fields
 from service.meta.accounts import Accounts
 from service.meta.fields import MalformedEventError
+from service.meta.frozen import FrozenState, Versions
 from service.meta.lifecycle_state import Lifecycle, judgment_problem
 from service.meta.model import (
     NULL_VERSION_ID,
@@ -53,8 +54,6 @@ from service.meta.model import (
     Usage,
     User,
     VersionPage,
-    VideoJob,
-    VideoShare,
 )
 from service.meta.notification_state import Notifications
 from service.meta.object_index import ObjectIndex, ObjectStore, PayloadHolder, visible
@@ -63,31 +62,7 @@ from service.meta.refs import PayloadRefs
 from service.meta.upload_state import Uploads
 from service.meta.video_state import Media
 
-Versions = tuple[ObjectVersion, ...]
 Handler = Callable[[Mapping[str, Any]], Outcome]
-
-
-@dataclass(frozen=True, slots=True)
-class FrozenState:
-    """A point-in-time image of the durable state: private shallow copies of the containers.
-
-    ``objects`` maps a bucket to ``(keys in order, key -> versions)``. Safe to read from
-    any thread while the live state moves on, since records are immutable.
-    """
-
-    server_id: str | None
-    buckets: dict[str, Bucket]
-    objects: dict[str, tuple[list[str], dict[str, Versions]]]
-    uploads: dict[str, UploadSession]
-    parts: dict[str, dict[int, PartInfo]]
-    users: dict[str, User]
-    access_keys: dict[str, AccessKey]
-    key_last_used: dict[str, int]
-    anomalies: dict[str, int]
-    video_jobs: dict[str, VideoJob]
-    video_shares: dict[str, VideoShare]
-    lifecycle: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    notifications: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def _delete_marker(bucket: str, key: str, version_id: str | None, at: int) -> ObjectVersion:
