@@ -13,6 +13,7 @@ from typing import TextIO
 
 from service.auth import (
     ADMIN_USERNAME,
+    BootstrapCredentials,
     digest_secret,
     hash_password,
     resolve_bootstrap,
@@ -29,17 +30,26 @@ def new_user_id() -> str:
     return "u_" + secrets.token_hex(8)
 
 
-async def bootstrap_if_empty(engine: Engine, config: Config, out: TextIO = sys.stdout) -> None:
-    """Create the admin user and root key on a fresh data dir; a no-op afterwards."""
-    if engine.state.list_users():
-        return
-    credentials = resolve_bootstrap(
+def bootstrap_credentials(config: Config) -> BootstrapCredentials:
+    """The first start's credentials, from the settings or generated.
+
+    Raises ``BootstrapError`` naming a bad setting. ``python -m service`` calls it before it
+    starts anything, so a malformed key or password is one line and exit 2, as any other
+    bad setting, on every start (not only the first one, when it would be used)."""
+    return resolve_bootstrap(
         {
             "SERVICE_ROOT_ACCESS_KEY": config.root_access_key,
             "SERVICE_ROOT_SECRET_KEY": config.root_secret_key,
             "SERVICE_ADMIN_PASSWORD": config.admin_password,
         }
     )
+
+
+async def bootstrap_if_empty(engine: Engine, config: Config, out: TextIO = sys.stdout) -> None:
+    """Create the admin user and root key on a fresh data dir; a no-op afterwards."""
+    if engine.state.list_users():
+        return
+    credentials = bootstrap_credentials(config)
     password_hash = await hash_password(credentials.admin_password, engine.executor)
     user_id = new_user_id()
     at = now_ms()

@@ -32,11 +32,11 @@ from tornado.netutil import bind_unix_socket
 from fsseam.fs import FileSystem, RealFileSystem
 from service import __version__
 from service.app import make_app, route_names
-from service.auth import CREDENTIALS_FILENAME, load_or_create_server_secret
+from service.auth import CREDENTIALS_FILENAME, BootstrapError, load_or_create_server_secret
 from service.config import Config, ConfigError, load_config
 from service.context import AppContext
 from service.engine import Engine, install_crash_hook
-from service.first_run import bootstrap_if_empty
+from service.first_run import bootstrap_credentials, bootstrap_if_empty
 from service.http.base import new_request_id, valid_request_id
 from service.http.protocol import ServiceHTTPServer, header_deadline
 from service.media.video_shares import reap_expired_shares
@@ -237,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     cannot work (each with one line on stderr)."""
     try:
         config = load_config(argv)
-    except ConfigError as exc:
+        bootstrap_credentials(config)
+    except (ConfigError, BootstrapError) as exc:
         print(f"service: {exc}", file=sys.stderr)
         return 2
     fs = RealFileSystem()

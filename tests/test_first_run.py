@@ -69,6 +69,9 @@ def test_help_describes_every_flag_with_its_variable_default_and_allowed_values(
         ((), {"SERVICE_METRICS_PUBLIC": "maybe"}, ("SERVICE_METRICS_PUBLIC",)),
         (("--staging-ttl", "1" * 5000), {}, ("--staging-ttl",)),
         (("--no-such-flag",), {}, ("--no-such-flag", "--help")),
+        ((), {"SERVICE_ROOT_ACCESS_KEY": "bad", "SERVICE_ROOT_SECRET_KEY": "sk_x"}, ("bk_",)),
+        ((), {"SERVICE_ROOT_ACCESS_KEY": "bk_abcdef"}, ("SERVICE_ROOT_SECRET_KEY",)),
+        ((), {"SERVICE_ADMIN_PASSWORD": "x"}, ("SERVICE_ADMIN_PASSWORD", "8")),
     ],
 )
 def test_a_bad_value_is_one_line_and_writes_nothing(
