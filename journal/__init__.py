@@ -18,7 +18,8 @@ from journal.errors import (
     SnapshotDamagedError,
 )
 from journal.journal import Journal
-from journal.model import JournalOptions, JournalStats, Record, Snapshot
+from journal.model import JournalOptions, JournalStats, Record
+from journal.snapshot import Snapshot
 
 __all__ = [
     "FileSystem",

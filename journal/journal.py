@@ -36,10 +36,16 @@ from typing import Any, TypeVar
 from fsseam.fs import FileSystem, RealFileSystem
 from journal import framing
 from journal.errors import JournalClosedError, JournalError, JournalFailedError
-from journal.model import JournalOptions, JournalStats, Record, Snapshot, new_record
+from journal.model import JournalOptions, JournalStats, Record, new_record
 from journal.recovery import Recovery, recover
 from journal.segment import read_segment
-from journal.snapshot import TEMP_SUFFIX, list_snapshots, snapshot_name, write_snapshot_file
+from journal.snapshot import (
+    TEMP_SUFFIX,
+    Snapshot,
+    list_snapshots,
+    snapshot_name,
+    write_snapshot_file,
+)
 from journal.writer import LogWriter
 
 logger = logging.getLogger("journal")

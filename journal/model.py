@@ -1,4 +1,5 @@
-"""The journal's value types: options, records, snapshots and statistics.
+"""The journal's value types: options, records and statistics (``Snapshot`` lives with its file
+format in ``journal.snapshot``, which reads its data when asked).
 
 All are frozen dataclasses: they cross threads (records are built in the replay generator and
 handed to the server; stats are read from any thread) and nothing may mutate them afterwards.
@@ -12,8 +13,6 @@ import concurrent.futures
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
-
-from fsseam.fs import FileSystem
 
 Durability = Literal["strict", "balanced"]
 
@@ -62,28 +61,6 @@ class Record:
 
     sequence: int
     event: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Snapshot:
-    """Serialised state as of ``sequence`` (every record up to it applied), in a file: the
-    data is read (and checked against ``crc``) only when asked for, never kept in memory."""
-
-    sequence: int
-    created_at: float
-    """Unix seconds when the snapshot was written."""
-    length: int
-    crc: int
-    """The crc32c the file's header holds for the data: names this snapshot's content."""
-    path: str
-    fs: FileSystem
-
-    @property
-    def data(self) -> bytes:
-        """The snapshot's bytes (read now); ``SnapshotDamagedError`` if they fail the crc."""
-        from journal.snapshot import read_snapshot_data
-
-        return read_snapshot_data(self)
 
 
 @dataclass(frozen=True, slots=True)

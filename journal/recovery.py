@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from fsseam import crashpoints
 from fsseam.fs import FileSystem, make_dirs_durably
 from journal.errors import JournalCorruptionError
-from journal.model import JournalOptions, Snapshot
+from journal.model import JournalOptions
 from journal.segment import (
     broken_path,
     check_segment,
     list_segments,
     salvage_segment,
 )
-from journal.snapshot import TEMP_SUFFIX, list_snapshots, load_snapshot
+from journal.snapshot import TEMP_SUFFIX, Snapshot, list_snapshots, load_snapshot
 
 logger = logging.getLogger("journal")
 

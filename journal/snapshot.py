@@ -25,13 +25,13 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import crc32c
 
 from fsseam import crashpoints
 from fsseam.fs import FileSystem, ReadableFile
 from journal.errors import SnapshotDamagedError
-from journal.model import Snapshot
 
 SNAPSHOT_PREFIX = "snapshot-"
 SNAPSHOT_SUFFIX = ".snap"
@@ -106,6 +106,26 @@ def _data_crc(file: ReadableFile, header: bytes, length: int) -> int | None:
         crc = crc32c.crc32c(chunk, crc)
         remaining -= len(chunk)
     return crc
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Snapshot:
+    """Serialised state as of ``sequence`` (every record up to it applied), in a file: the
+    data is read (and checked against ``crc``) only when asked for, never kept in memory."""
+
+    sequence: int
+    created_at: float
+    """Unix seconds when the snapshot was written."""
+    length: int
+    crc: int
+    """The crc32c the file's header holds for the data: names this snapshot's content."""
+    path: str
+    fs: FileSystem
+
+    @property
+    def data(self) -> bytes:
+        """The snapshot's bytes (read now); ``SnapshotDamagedError`` if they fail the crc."""
+        return read_snapshot_data(self)
 
 
 def read_snapshot_data(snapshot: Snapshot) -> bytes:
