@@ -156,12 +156,27 @@ def test_an_unreadable_file_fails_alone_with_exit_7(
     locked.chmod(0)
     try:
         if os.access(locked, os.R_OK):
-            pytest.skip("this user reads files of any mode (root)")
+            pytest.skip("this user reads files of any mode (root); see the link-loop test")
         run = svc("cp", "-r", str(source) + "/", f"local/{bucket}/", ok=False)
         assert run.returncode == 7 and "a.txt" in error_line(run)
         assert len(keys(api, bucket)) == len(NAMES) - 1
     finally:
         locked.chmod(0o644)
+
+
+def test_a_file_no_user_can_read_fails_alone_with_exit_7(
+    svc: Svc, api: httpx.Client, bucket: str, tmp_path: Path
+) -> None:
+    """A link to itself cannot be opened even by root (ELOOP): the same failure as a file
+    of mode 0, on every machine."""
+    source = tmp_path / "looped"
+    make_tree(source)
+    looped = source / "a.txt"
+    looped.unlink()
+    looped.symlink_to("a.txt")
+    run = svc("cp", "-r", str(source) + "/", f"local/{bucket}/", ok=False)
+    assert run.returncode == 7 and "a.txt" in error_line(run)
+    assert len(keys(api, bucket)) == len(NAMES) - 1
 
 
 def test_an_interrupted_cp_of_a_large_file_resumes_from_its_stored_parts(
