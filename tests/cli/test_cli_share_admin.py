@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.cli.svckit import Svc, error_line
-from tests.http.test_videos import make_clip
+from tests.http.videokit import make_clip
 
 
 def test_share_get_url_works_without_credentials(svc: Svc, api: httpx.Client, bucket: str) -> None:

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.console.conftest import new_context
-from tests.http.test_videos import make_clip
+from tests.http.videokit import make_clip
 from tests.serverproc import ServerProcess
 
 BUCKET = "console-videos"

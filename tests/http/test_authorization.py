@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from tests.http.identitykit import Account, bearer, create_account, login, token_of, unique
 from tests.http.test_buckets import assert_error
-from tests.http.test_identity import Account, bearer, create_account, login, token_of, unique
 from tests.serverproc import ServerProcess
 
 OBJECT_BODY = b"bob's private bytes"

@@ -22,8 +22,8 @@ import httpx
 import pytest
 from PIL import Image
 
+from tests.http.identitykit import create_account
 from tests.http.test_buckets import assert_error
-from tests.http.test_identity import create_account
 from tests.serverproc import ServerProcess
 
 RED, BLUE, GREEN, WHITE = (220, 20, 20), (20, 20, 220), (20, 200, 20), (255, 255, 255)

@@ -10,8 +10,8 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import httpx
 import pytest
 
+from tests.http.identitykit import Account, bearer, create_account, token_of, unique
 from tests.http.test_buckets import RFC3339_MS, assert_error
-from tests.http.test_identity import Account, bearer, create_account, token_of, unique
 from tests.serverproc import ServerProcess
 
 BODY = b"presigned payload " * 100

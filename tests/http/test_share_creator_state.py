@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests.http.identitykit import Account, bearer, create_account, token_of
 from tests.http.test_buckets import assert_error
-from tests.http.test_identity import Account, bearer, create_account, token_of
-from tests.http.test_videos import fetch, make_clip, run_job, share
+from tests.http.videokit import fetch, make_clip, run_job, share
 from tests.serverproc import ServerProcess
 
 

@@ -12,8 +12,8 @@ from contextlib import ExitStack
 import httpx
 import pytest
 
+from tests.http.identitykit import Account, create_account
 from tests.http.test_buckets import assert_error
-from tests.http.test_identity import Account, create_account
 from tests.serverproc import ServerProcess
 
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.http.test_buckets import assert_error
-from tests.http.test_videos import make_clip, wait_for
+from tests.http.videokit import make_clip, wait_for
 from tests.serverproc import REPO_ROOT
 
 

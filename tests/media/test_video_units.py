@@ -32,7 +32,7 @@ from service.media.video_params import (
 )
 from service.media.video_scratch import ScratchSpace
 from service.media.video_thumbnail import render_thumbnail
-from tests.http.test_videos import make_clip
+from tests.http.videokit import make_clip
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
