@@ -15,7 +15,7 @@ Thread-safety: event-loop thread only.
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from service.api_errors import ApiError
 from service.buckets import outcome_error, require_bucket
@@ -26,10 +26,16 @@ from service.meta import VideoJob, events
 from service.objects import delete_object, resolve_version
 from service.timefmt import now_ms
 
-if TYPE_CHECKING:
-    from service.media.video_runner import VideoJobRunner
-
 LIST_PAGE = 1000
+
+
+class JobRunner(Protocol):
+    """What these operations need of the runner (``video_runner.VideoJobRunner``), named
+    here so that the runner, which imports ``remove_outputs``, is not imported back."""
+
+    def submit(self, job_id: str) -> None: ...
+
+    async def cancel(self, job_id: str) -> None: ...
 
 
 def new_job_id() -> str:
@@ -47,7 +53,7 @@ def require_job(engine: Engine, job_id: str) -> VideoJob:
 
 async def create_job(
     engine: Engine,
-    runner: VideoJobRunner,
+    runner: JobRunner,
     *,
     bucket: str,
     key: str,
@@ -111,7 +117,7 @@ async def remove_outputs(engine: Engine, job: VideoJob) -> int:
     return removed
 
 
-async def delete_job(engine: Engine, runner: VideoJobRunner, job: VideoJob) -> None:
+async def delete_job(engine: Engine, runner: JobRunner, job: VideoJob) -> None:
     """Cancel the job if it runs, remove its outputs, then journal its deletion."""
     engine.ensure_writable()
     await runner.cancel(job.job_id)
