@@ -20,6 +20,7 @@ from service.config import Config
 from service.engine import Engine
 from service.http.caps import Reservations
 from service.http.cors import CorsPolicy
+from service.http.open_streams import OpenStreams
 from service.lifecycle import LifecycleRunner
 from service.media.image_variants import ImageVariants
 from service.media.video_runner import VideoJobRunner
@@ -57,6 +58,8 @@ class AppContext:
         self.requests_in_flight: set[object] = set()
         """Requests begun and not yet finished, handlers or object reads (a graceful stop
         waits for them)."""
+        self.streams = OpenStreams()
+        """Event streams open now (a graceful stop ends them, ``service.http.open_streams``)."""
         self.uploads_in_flight = UploadSlots(
             capacity=config.max_concurrent_uploads,
             per_user=config.max_uploads_per_user,

@@ -64,6 +64,8 @@ log = logging.getLogger("service")
 CHUNK_BYTES = 256 * 1024
 JSON_BODY_LIMIT = 1024 * 1024
 SHUTDOWN_GRACE_SECONDS = 30.0
+STREAMS_GRACE_SECONDS = 5.0
+"""How long a stop waits for the open event streams to end once told to."""
 LOG_FLUSH_SECONDS = 0.1
 """Log lines are written in batches at most this long after they were logged."""
 KEY_USAGE_FLUSH_SECONDS = 60.0
@@ -195,6 +197,8 @@ async def serve(
     # are the idle keep-alive connections closed, which would otherwise cut them off.
     if not await ctx.wait_for_requests(SHUTDOWN_GRACE_SECONDS):
         log.warning("in-flight requests did not finish within %.0f s", SHUTDOWN_GRACE_SECONDS)
+    if not await ctx.streams.close(STREAMS_GRACE_SECONDS):
+        log.warning("%d event streams did not end at the stop", len(ctx.streams))
     if forwarder is not None:
         forwarder.close()  # ends the event streams passed through to the writer
     with contextlib.suppress(TimeoutError):

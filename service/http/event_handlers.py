@@ -10,7 +10,8 @@ the same error body; it ends too when the bucket is deleted. A comment line ever
 away.
 
 A stream is not counted among the requests a graceful stop waits for (it never ends by
-itself); the stop closes it and the client reconnects with ``Last-Event-ID``.
+itself); the stop ends it (``service.http.open_streams``): the response finishes cleanly and
+the client reconnects with ``Last-Event-ID``.
 """
 
 from __future__ import annotations
@@ -66,10 +67,16 @@ class BucketEventsHandler(ApiHandler):
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
         self.set_header("X-Accel-Buffering", "no")
         self.ctx.requests_in_flight.discard(self)
+        streams = self.ctx.streams
+        streams.opened(self)
         try:
             self.write(": stream of object events\n\n")
             await self.flush()
-            while engine.journal is not None and engine.state.get_bucket(bucket) is not None:
+            while (
+                not streams.stopping
+                and engine.journal is not None
+                and engine.state.get_bucket(bucket) is not None
+            ):
                 try:
                     items, after = await feed.read(after, engine.executor, bucket)
                 except LookupError:
@@ -84,10 +91,12 @@ class BucketEventsHandler(ApiHandler):
                     await self.flush()
                     continue
                 before = feed.last_sequence
-                await feed.wait(after, HEARTBEAT_SECONDS)
-                if feed.last_sequence == before:
+                await streams.wait_or_stop(feed.wait(after, HEARTBEAT_SECONDS))
+                if feed.last_sequence == before and not streams.stopping:
                     self.write(": keep-alive\n\n")
                     await self.flush()
             self.finish()
         except StreamClosedError:
             return
+        finally:
+            streams.ended(self)
