@@ -82,6 +82,8 @@ class WorkerEngine(Engine):
         if index is None:
             return
         sequence, _ = index.applied()
+        # Payloads the writer removed meanwhile: let go of their kept descriptors.
+        self.payload_cache.descriptors.note_changes(moved=sequence != self._seen)
         if sequence == self._seen:
             return
         rest = index.rest()

@@ -13,6 +13,12 @@ descriptor in use by an executor read is pinned (``acquire``/``release``) and cl
 once its last user lets go, so a thread never reads a descriptor number that was closed and
 reused meanwhile. The engine drops a payload's descriptor before it removes the file
 (``PayloadCache.discard``), so an open descriptor never keeps a deleted payload's blocks.
+Another serving process cannot do that for us: when the writer removes a payload a worker
+holds open, the worker learns only that the index's sequence moved. It then calls
+``note_changes``, and ``drop_unlinked`` closes the descriptors whose file has no name left
+(``st_nlink == 0``): one ``fstat`` per kept descriptor (about 1 us each), done at most once
+every ``unlinked_every`` seconds however often the sequence moves, and never while nothing
+moved.
 
 Only files of the real file system have a descriptor (``ReadableFile.fileno``); others (the
 crash tests' simulated disk) are never kept here and are read on the executor as before.
@@ -23,6 +29,8 @@ with ``pread`` on any thread.
 
 from __future__ import annotations
 
+import os
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,6 +38,8 @@ from dataclasses import dataclass
 from fsseam.fs import ReadableFile
 
 DEFAULT_MAX_OPEN = 128
+UNLINKED_CHECK_SECONDS = 1.0
+"""At most one look for descriptors of removed files this often (see the module docstring)."""
 
 
 @dataclass(slots=True)
@@ -43,13 +53,18 @@ class _Entry:
 class OpenPayloads:
     """Read descriptors by payload id; see the module docstring."""
 
-    def __init__(self, max_open: int = DEFAULT_MAX_OPEN) -> None:
+    def __init__(
+        self, max_open: int = DEFAULT_MAX_OPEN, unlinked_every: float = UNLINKED_CHECK_SECONDS
+    ) -> None:
         if max_open < 0:
             raise ValueError("max_open must not be negative")
         self.max_open = max_open
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._pinned: dict[int, _Entry] = {}
         """Entries no longer in ``_entries`` but still in use, by ``id(file)``."""
+        self.unlinked_every = unlinked_every
+        self._unlinked_due = False
+        self._unlinked_checked = -unlinked_every
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -96,6 +111,26 @@ class OpenPayloads:
             if entry is not None:
                 self._drop(entry)
 
+    def note_changes(self, moved: bool) -> None:
+        """Another process may have removed payloads (``moved``: the index's sequence moved
+        since the last call): look for kept descriptors of removed files, when due."""
+        self._unlinked_due = self._unlinked_due or moved
+        if not self._unlinked_due:
+            return
+        now = time.monotonic()
+        if now - self._unlinked_checked >= self.unlinked_every:
+            self._unlinked_due, self._unlinked_checked = False, now
+            self.drop_unlinked()
+
+    def drop_unlinked(self) -> int:
+        """Close (or, if pinned, close once released) the kept descriptors whose file has no
+        name left; how many were dropped."""
+        gone = [
+            payload_id for payload_id, entry in self._entries.items() if _links(entry.file) == 0
+        ]
+        self.discard(gone)
+        return len(gone)
+
     def clear(self) -> None:
         entries = list(self._entries.values())
         self._entries.clear()
@@ -108,3 +143,14 @@ class OpenPayloads:
             self._pinned[id(entry.file)] = entry
             return
         entry.file.close()
+
+
+def _links(file: ReadableFile) -> int:
+    """How many names the open file has (0 once removed everywhere)."""
+    fd = file.fileno()
+    if fd is None:
+        return 1
+    try:
+        return os.fstat(fd).st_nlink
+    except OSError:
+        return 0

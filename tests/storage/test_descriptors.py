@@ -78,3 +78,39 @@ def test_a_disabled_cache_keeps_nothing(tmp_path: str) -> None:
     assert not cache.adopt("p", open_file(os.path.join(tmp_path, "p"), b"x"))
     with pytest.raises(ValueError):
         OpenPayloads(max_open=-1)
+
+
+def test_descriptors_of_files_removed_by_another_process_are_dropped(tmp_path: str) -> None:
+    cache = OpenPayloads(unlinked_every=0.0)
+    files = {name: open_file(os.path.join(tmp_path, name), b"x") for name in "abc"}
+    for name, file in files.items():
+        assert cache.adopt(name, file)
+        cache.release(name, file)
+    pinned = cache.acquire("b")
+    assert pinned is files["b"]
+    os.unlink(os.path.join(tmp_path, "a"))
+    os.unlink(os.path.join(tmp_path, "b"))
+    cache.note_changes(moved=False)  # nothing moved: nothing is looked at
+    assert len(cache) == 3 and is_open(files["a"])
+    cache.note_changes(moved=True)
+    assert len(cache) == 1 and cache.acquire("c") is files["c"]
+    assert not is_open(files["a"])
+    assert is_open(files["b"])  # in use: closed when its reader lets go
+    cache.release("b", pinned)
+    assert not is_open(files["b"]) and is_open(files["c"])
+
+
+def test_removed_files_are_looked_for_at_most_once_per_interval(tmp_path: str) -> None:
+    cache = OpenPayloads(unlinked_every=3600.0)
+    first, second = (open_file(os.path.join(tmp_path, name), b"x") for name in "ab")
+    assert cache.adopt("a", first)
+    cache.release("a", first)
+    os.unlink(os.path.join(tmp_path, "a"))
+    cache.note_changes(moved=True)  # the first look is at once
+    assert len(cache) == 0 and not is_open(first)
+    assert cache.adopt("b", second)
+    cache.release("b", second)
+    os.unlink(os.path.join(tmp_path, "b"))
+    cache.note_changes(moved=True)  # within the interval: left for a later look
+    assert len(cache) == 1 and is_open(second)
+    assert cache.drop_unlinked() == 1 and not is_open(second)
