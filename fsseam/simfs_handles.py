@@ -28,8 +28,10 @@ class HandleHost(Protocol):
     def fsync_node(self, node: SimFile, path: str) -> None: ...
 
 
-class SimWritableFile:
-    def __init__(self, fs: HandleHost, node: SimFile, path: str, position: int) -> None:
+class _SimHandle:
+    """A position in one file of one file system, until closed."""
+
+    def __init__(self, fs: HandleHost, node: SimFile, path: str, position: int = 0) -> None:
         self._fs = fs
         self._node = node
         self._path = path
@@ -44,6 +46,11 @@ class SimWritableFile:
         if self._closed:
             raise ValueError(f"{self._path} is closed")
 
+    def close(self) -> None:
+        self._closed = True
+
+
+class SimWritableFile(_SimHandle):
     def write(self, data: bytes | bytearray | memoryview) -> int:
         with self._fs.lock:
             self._check()
@@ -86,26 +93,8 @@ class SimWritableFile:
     def fileno(self) -> None:
         return None
 
-    def close(self) -> None:
-        self._closed = True
 
-
-class SimReadableFile:
-    def __init__(self, fs: HandleHost, node: SimFile, path: str) -> None:
-        self._fs = fs
-        self._node = node
-        self._path = path
-        self._position = 0
-        self._closed = False
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    def _check(self) -> None:
-        if self._closed:
-            raise ValueError(f"{self._path} is closed")
-
+class SimReadableFile(_SimHandle):
     def read(self, size: int = -1) -> bytes:
         with self._fs.lock:
             self._check()
@@ -135,6 +124,3 @@ class SimReadableFile:
 
     def fileno(self) -> int | None:
         return None
-
-    def close(self) -> None:
-        self._closed = True
