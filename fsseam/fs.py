@@ -231,6 +231,19 @@ def pread_cached(file: ReadableFile, offset: int, length: int) -> bytes | None:
     return bytes(buffer) if count == length else None
 
 
+def link_count(file: ReadableFile) -> int:
+    """How many names the open file still has: 0 once it was removed everywhere (its blocks
+    are then held only by open descriptors). 1 for a file without a descriptor (simulated).
+    One ``fstat``, which never waits for the disk."""
+    fd = file.fileno()
+    if fd is None:
+        return 1
+    try:
+        return os.fstat(fd).st_nlink
+    except OSError:
+        return 0
+
+
 _SYNC_FILE_RANGE_WRITE = 2
 
 

@@ -29,13 +29,12 @@ with ``pread`` on any thread.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fsseam.fs import ReadableFile
+from fsseam.fs import ReadableFile, link_count
 
 DEFAULT_MAX_OPEN = 128
 UNLINKED_CHECK_SECONDS = 1.0
@@ -126,7 +125,7 @@ class OpenPayloads:
         """Close (or, if pinned, close once released) the kept descriptors whose file has no
         name left; how many were dropped."""
         gone = [
-            payload_id for payload_id, entry in self._entries.items() if _links(entry.file) == 0
+            payload_id for payload_id, entry in self._entries.items() if link_count(entry.file) == 0
         ]
         self.discard(gone)
         return len(gone)
@@ -143,14 +142,3 @@ class OpenPayloads:
             self._pinned[id(entry.file)] = entry
             return
         entry.file.close()
-
-
-def _links(file: ReadableFile) -> int:
-    """How many names the open file has (0 once removed everywhere)."""
-    fd = file.fileno()
-    if fd is None:
-        return 1
-    try:
-        return os.fstat(fd).st_nlink
-    except OSError:
-        return 0
