@@ -16,12 +16,7 @@ from typing import Any
 
 import httpx
 
-from tests.http.identitykit import (
-    KEY_FIELDS,
-    create_account,
-    journal_sequence,
-    login,
-)
+from tests.http.identitykit import KEY_FIELDS, create_account, journal_sequence, login
 from tests.http.test_buckets import RFC3339_MS, assert_error
 from tests.serverproc import ADMIN_PASSWORD, ServerProcess
 

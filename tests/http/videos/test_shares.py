@@ -11,13 +11,7 @@ from collections.abc import Callable
 import httpx
 
 from tests.http.test_buckets import assert_error
-from tests.http.videokit import (
-    fetch,
-    output_keys,
-    run_job,
-    share,
-    wait_for,
-)
+from tests.http.videokit import fetch, output_keys, run_job, share, wait_for
 
 
 def test_playback_serves_ranges_and_head_like_object_get(api: httpx.Client, bucket: str) -> None:

@@ -10,11 +10,7 @@ import pytest
 from PIL import Image
 
 from tests.http.test_buckets import assert_error
-from tests.http.videokit import (
-    HEIGHT,
-    WIDTH,
-    output_keys,
-)
+from tests.http.videokit import HEIGHT, WIDTH, output_keys
 
 
 def test_a_thumbnail_is_stored_as_an_object_of_the_asked_width(
