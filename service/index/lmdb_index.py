@@ -146,6 +146,13 @@ def _count(raw: bytes | None) -> int:
     return int(bytes(raw)) if raw else 1
 
 
+def _put_usage(txn: Any, db: Any, bucket: str, usage: Usage | None) -> None:
+    if usage is None:
+        txn.delete(bucket.encode(), db=db)
+    else:
+        txn.put(bucket.encode(), _USAGE.pack(usage.object_count, usage.size_bytes), db=db)
+
+
 def _pack(versions: Versions) -> bytes:
     data: bytes = msgpack.packb(
         [
@@ -264,6 +271,9 @@ class LmdbObjectIndex:
             raise IndexUnreadableError(str(exc)) from exc
         self._batch: Any = None
         self._cache: dict[tuple[str, str], Versions] = {}
+        self._usage_pending: dict[str, Usage | None] = {}
+        """Usages the open batch changed, written into it once at ``commit`` (a batch of
+        2,048 objects in one bucket changes its usage 2,048 times)."""
 
     # -- transactions -------------------------------------------------------------------
 
@@ -280,6 +290,9 @@ class LmdbObjectIndex:
         """Record ``sequence`` (whose event has CRC-32 ``crc``) as applied, and ``rest`` if
         the batch changed it, and commit the batch with them, atomically."""
         txn, self._batch = self._batch, None
+        for bucket, usage in self._usage_pending.items():
+            _put_usage(txn, self._usage, bucket, usage)
+        self._usage_pending.clear()
         txn.put(_APPLIED, _MARK.pack(sequence, crc), db=self._meta)
         if rest is not None:
             txn.put(_REST, rest, db=self._meta)
@@ -298,6 +311,7 @@ class LmdbObjectIndex:
     def wipe(self) -> None:
         """Forget everything (before a rebuild)."""
         self._cache.clear()
+        self._usage_pending.clear()
         with self.env.begin(write=True) as txn:
             for db in (self._versions, self._visible, self._usage, self._refs, self._meta):
                 txn.drop(db, delete=False)
@@ -340,6 +354,7 @@ class LmdbObjectIndex:
         if self._batch is not None:
             self._batch.abort()
             self._batch = None
+        self._usage_pending.clear()
         self.env.close()
 
     def _write(self) -> Any:
@@ -456,6 +471,8 @@ class LmdbObjectIndex:
 
     def usage(self, bucket: str) -> Usage:
         """The bucket's usage as of the last committed batch (or the open one's writes)."""
+        if bucket in self._usage_pending:
+            return self._usage_pending[bucket] or Usage()
         txn = self._read()
         try:
             raw = txn.get(bucket.encode(), db=self._usage)
@@ -464,26 +481,29 @@ class LmdbObjectIndex:
         return Usage() if raw is None else Usage(*_USAGE.unpack(raw))
 
     def set_usage(self, bucket: str, usage: Usage | None) -> None:
-        txn = self._write()
-        if usage is None:
-            txn.delete(bucket.encode(), db=self._usage)
-        else:
-            txn.put(
-                bucket.encode(), _USAGE.pack(usage.object_count, usage.size_bytes), db=self._usage
-            )
-        self._done(txn)
+        if self._batch is not None:
+            self._usage_pending[bucket] = usage
+            return
+        with self.env.begin(write=True) as txn:
+            _put_usage(txn, self._usage, bucket, usage)
 
     def usages(self) -> dict[str, Usage]:
         """Every bucket's usage."""
         txn = self._read()
         try:
             cursor = txn.cursor(db=self._usage)
-            return {
+            stored = {
                 bytes(name).decode(): Usage(*_USAGE.unpack(raw))
                 for name, raw in cursor.iternext(keys=True, values=True)
             }
         finally:
             self._end_read(txn)
+        for bucket, usage in self._usage_pending.items():
+            if usage is None:
+                stored.pop(bucket, None)
+            else:
+                stored[bucket] = usage
+        return stored
 
     def ref_count(self, payload_id: str) -> int:
         """How many records hold the payload (loop thread: sees the open batch)."""

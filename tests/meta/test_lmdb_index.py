@@ -19,6 +19,7 @@ from hypothesis.stateful import invariant
 
 from service.index.lmdb_index import LmdbObjectIndex
 from service.meta import MetaState, encode_snapshot
+from service.meta.model import Usage
 from tests.meta.factory import Factory, applied
 from tests.meta.test_meta_properties import MetaMachine
 
@@ -97,6 +98,28 @@ def test_a_batch_commits_its_effects_and_its_sequence_together(tmp_path: Path) -
     reopened = LmdbObjectIndex(str(tmp_path))
     assert reopened.applied() == (7, 99)
     assert reopened.versions("b", "k1") and not reopened.versions("b", "k2")
+    reopened.close()
+
+
+def test_a_batchs_usage_is_read_back_in_it_and_written_only_by_its_commit(tmp_path: Path) -> None:
+    index = LmdbObjectIndex(str(tmp_path))
+    state = MetaState(objects=index)
+    f = Factory()
+    applied(state, f.bucket("b"))
+    applied(state, f.bucket("gone"))
+    index.begin()
+    for key in ("k1", "k2", "k3"):
+        applied(state, f.put(key, size=3))
+    applied(state, f.drop_bucket("gone"))
+    assert state.bucket_usage("b") == Usage(3, 9)  # the batch reads its own usage
+    assert index.usages() == {"b": Usage(3, 9)}
+    index.commit(5, 1)
+    index.begin()
+    applied(state, f.put("k4", size=4))
+    assert index.usage("b") == Usage(4, 13)
+    index.close()  # the open batch is lost, its usage with it
+    reopened = LmdbObjectIndex(str(tmp_path))
+    assert reopened.usages() == {"b": Usage(3, 9)}
     reopened.close()
 
 
