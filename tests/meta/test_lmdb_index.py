@@ -173,3 +173,30 @@ def test_keys_past_lmdbs_key_limit_are_stored_listed_and_deleted(tmp_path: Path)
     assert state.apply(drop) == memory.apply(drop)
     assert not index.holds_any("b") and index.image() == {}
     index.close()
+
+
+def test_object_pages_walked_in_bytes_equal_the_in_memory_pages(tmp_path: Path) -> None:
+    """Every prefix (one longer than an LMDB key too), delimiter (multi-byte ones too),
+    cursor and page size over keys with several versions, delete markers and long keys:
+    the LMDB walk pages as the model does."""
+    index = LmdbObjectIndex(str(tmp_path))
+    state = MetaState(objects=index)
+    memory = MetaState()
+    f = Factory()
+    keys = ["a", "a/b", "a/b/c", "a/c", "a\u00e9b", "a\u00e9\u00e9", "b\u00e9", "b/", "c//d"]
+    keys += ["d" * 479 + "/x", "d" * 500 + "/y", "d" * 500, "\U0001f600/k", "\u00e9"]
+    events = [f.bucket("b", versioning=True), *(f.put(key) for key in keys)]
+    events += [f.put("a/b"), f.put("a/b"), f.delete("a/c"), f.delete("b/"), f.put("b/")]
+    for event in events:
+        assert state.apply(event) == memory.apply(event)
+    markers = [None, "", "a/", "a/b", "a\u00e9", "b", "zz", *keys]
+    for prefix in ("", "a", "a/", "a\u00e9", "d" * 479, "\U0001f600", "q"):
+        for delimiter in (None, "/", "\u00e9", "//", "\U0001f600"):
+            for limit in (1, 2, 3, 1000):
+                for marker in markers:
+                    args = ("b", prefix, delimiter, limit, marker)
+                    assert state.list_objects(*args) == memory.list_objects(*args), args
+        for limit in (1, 1000):
+            versions = state.list_versions("b", prefix, limit)
+            assert versions == memory.list_versions("b", prefix, limit), (prefix, limit)
+    index.close()
