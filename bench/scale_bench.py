@@ -1,27 +1,32 @@
 """Scale benchmark: one bucket of N objects, this code beside the in-memory design (issue 12).
 
 ``run()`` populates N objects quickly, in process, through the engine's own commit path
-(ObjectStored events committed 2,048 at a time in balanced mode, so group commit batches
-them and no fsync is paid per batch; the payload ids name no file and no payload is
-written: HEAD and listings read metadata only, and the disk holds only metadata). Then,
-over HTTP, for this tree (object versions in the LMDB index) and for the in-memory design
+(ObjectStored events from 2,048 committers, each awaiting its next commit as soon as the
+last returned, in balanced mode, so group commit batches them and no fsync is paid per
+batch; the payload ids name no file and no payload is written: HEAD and listings read
+metadata only, and the disk holds only metadata). Then, over HTTP, for this tree (object
+versions in the LMDB index) and, up to ``ANCHOR_LIMIT`` objects, for the in-memory design
 (the tree at ``ANCHOR_COMMIT``, extracted with ``git archive``; it reads the same journal
 and ignores the index), on the same data dir, one after the other:
 
 - start -> healthy after a clean stop, and after a SIGKILL;
 - RSS and anonymous RSS after start (``/proc/<pid>/status`` VmRSS, RssAnon);
 - a 1,000-key listing page at the start, middle and end of the bucket (median of 5; the
-  page after a key is asked with the contract's cursor);
+  page after a key is asked with the contract's cursor), a page of one directory in the
+  middle (prefix ``dNNNNN/`` and delimiter ``/``: its 1,000 keys) and a page of the top
+  level with the delimiter alone (1,000 common prefixes, each found by one seek);
 - 4 KiB GET requests/s of one real object (16 connections; the version lookup is the part
   that differs, and small GETs are where its cost would show);
 - and the index's bytes on disk per object;
 - beside them, this tree's start and memory on an empty data dir (the floor: a process
   that imports, binds and opens an empty journal and index).
 
-N: 1,000,000 in the full profile (10 M would take 25-45 minutes to populate on this shared
-machine, at 4,000-7,000 objects/s, and the in-memory anchor about 13 GB of RAM), 100,000 in
-``--quick``, 2,000 in the smoke test. Targets (issue 12): start <= 2 s and
-anonymous RSS <= 100 MiB at 10 M, index <= 300 bytes/object, listing page <= 20 ms.
+N: 1,000,000 in the full profile, 100,000 in ``--quick``, 2,000 in the smoke test, or
+``--objects N``. ``--keep DIR`` populates into DIR and keeps it (``--populate-only``: and
+measures nothing), ``--reuse DIR`` measures DIR again without populating (for a 10 M
+bucket, whose populate takes tens of minutes, measured again on a quiet machine:
+docs/benchmarks.md). Targets (issue 12): start <= 2 s and anonymous RSS <= 100 MiB at
+10 M, index <= 300 bytes/object, listing page <= 20 ms.
 
 Thread-safety: a script.
 """
@@ -159,15 +164,16 @@ def _timed_start(server: TreeServer) -> float:
     return time.perf_counter() - started
 
 
-def _page_ms(server: TreeServer, client: httpx.Client, start_after: str | None) -> float:
-    cursor = {"cursor": encode_cursor(start_after)} if start_after else {}
-    params = {"limit": "1000", **cursor}
+def _page_ms(server: TreeServer, client: httpx.Client, **query: str) -> float:
+    """The median time of 5 requests of one 1,000-entry listing page."""
+    params = {"limit": "1000", **query}
     times = []
     for _ in range(5):
         started = time.perf_counter()
         response = client.get(f"{server.api}/buckets/{BUCKET}/objects", params=params)
         times.append((time.perf_counter() - started) * 1000)
-        if response.status_code != 200 or not response.json()["objects"]:
+        page = response.json() if response.status_code == 200 else {}
+        if not (page.get("objects") or page.get("common_prefixes")):
             raise RuntimeError(f"listing failed: {response.status_code} {response.text[:200]}")
     return statistics.median(times)
 
@@ -187,8 +193,15 @@ def measure(root: Path, data_dir: Path, count: int, seconds: float) -> dict[str,
     figures["RSS, MiB"], figures["anonymous RSS, MiB"] = _memory(server.process.pid)
     with httpx.Client(auth=server.auth, timeout=60.0) as client:
         for label, index in (("start", None), ("middle", count // 2), ("end", count - 1001)):
-            marker = None if index is None else object_key(index)
-            figures[f"1,000-key page at the {label}, ms"] = _page_ms(server, client, marker)
+            query = {} if index is None else {"cursor": encode_cursor(object_key(index))}
+            figures[f"1,000-key page at the {label}, ms"] = _page_ms(server, client, **query)
+        middle = object_key(count // 2).partition("/")[0] + "/"
+        figures["prefix + delimiter page (a middle directory), ms"] = _page_ms(
+            server, client, prefix=middle, delimiter="/"
+        )
+        figures["delimiter-only page (1,000 common prefixes), ms"] = _page_ms(
+            server, client, delimiter="/"
+        )
         probe = f"{server.api}/buckets/{BUCKET}/objects/{PROBE_KEY}"
         if client.put(probe, content=b"p" * 4096).status_code != 200:
             raise RuntimeError("PUT of the probe object failed")
