@@ -153,6 +153,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     scale.add_argument(
         "--populate-only", action="store_true", help="with --keep: populate, measure nothing"
     )
+    scale.add_argument(
+        "--skip-rebuild", action="store_true", help="do not measure a start that rebuilds the index"
+    )
     args = parser.parse_args(argv)
     if args.keep and args.reuse:
         parser.error("--keep and --reuse exclude each other")
@@ -176,6 +179,7 @@ def scale_options(args: argparse.Namespace) -> Any:
         keep=Path(args.keep).resolve() if args.keep else None,
         reuse=Path(args.reuse).resolve() if args.reuse else None,
         populate_only=args.populate_only,
+        rebuild=not args.skip_rebuild,
     )
 
 

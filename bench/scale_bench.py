@@ -18,6 +18,10 @@ and ignores the index), on the same data dir, one after the other:
 - 4 KiB GET requests/s of one real object (16 connections; the version lookup is the part
   that differs, and small GETs are where its cost would show);
 - and the index's bytes on disk per object;
+- then, for this tree, a start with the index deleted: it rebuilds the index from the
+  journal's snapshot (the populate ends with one, as a server writes one every
+  ``snapshot_every`` records), streamed, and its peak anonymous RSS, sampled every 20 ms,
+  shows whether the rebuild's memory grows with N;
 - beside them, this tree's start and memory on an empty data dir (the floor: a process
   that imports, binds and opens an empty journal and index).
 
@@ -34,11 +38,14 @@ Thread-safety: a script.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
+import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,14 +90,7 @@ async def _populate(data_dir: str, count: int) -> None:
     raised while it runs: the engine's commit path makes no garbage cycles worth tracing
     at every 700 allocations (the default), and the whole run is one short-lived process.
     """
-    config = Config(
-        data_dir=data_dir,
-        durability="balanced",
-        gc_interval=1e9,
-        snapshot_interval=1e9,
-        snapshot_every=10**9,
-    )
-    engine = Engine(config)
+    engine = _engine(data_dir)
     await engine.start()
     await engine.commit(
         events.bucket_created(
@@ -123,6 +123,28 @@ async def _populate(data_dir: str, count: int) -> None:
         await asyncio.gather(*(committer() for _ in range(CONCURRENT_COMMITS)))
     finally:
         gc.set_threshold(*thresholds)
+    await engine.snapshot()  # as a server does every ``snapshot_every`` records
+    await engine.stop()
+
+
+def _engine(data_dir: str) -> Engine:
+    """The populate's engine: balanced, no GC pass and no snapshot of its own accord."""
+    config = Config(
+        data_dir=data_dir,
+        durability="balanced",
+        gc_interval=1e9,
+        snapshot_interval=1e9,
+        snapshot_every=10**9,
+    )
+    return Engine(config)
+
+
+async def _snapshot(data_dir: str) -> None:
+    """Write a journal snapshot of a populated data dir (one kept before populates took
+    one), so that a rebuild of its index streams a snapshot of every object."""
+    engine = _engine(data_dir)
+    await engine.start()
+    await engine.snapshot()
     await engine.stop()
 
 
@@ -182,7 +204,9 @@ def _disk_bytes(path: Path) -> int:
     return sum(entry.stat().st_blocks * 512 for entry in path.rglob("*") if entry.is_file())
 
 
-def measure(root: Path, data_dir: Path, count: int, seconds: float) -> dict[str, float]:
+def measure(
+    root: Path, data_dir: Path, count: int, seconds: float, *, rebuild: bool = False
+) -> dict[str, float]:
     server = TreeServer(data_dir)
     server.root = root
     figures: dict[str, float] = {}
@@ -219,7 +243,39 @@ def measure(root: Path, data_dir: Path, count: int, seconds: float) -> dict[str,
     server.kill()
     figures["start after SIGKILL, s"] = _timed_start(server)
     server.stop()
+    if rebuild:
+        figures.update(_rebuild(server, data_dir))
     return figures
+
+
+def _rebuild(server: TreeServer, data_dir: Path) -> dict[str, float]:
+    """Start with the index deleted: the start rebuilds it from the journal's snapshot
+    (streamed) and the records after it. Its time, and the peak anonymous RSS sampled
+    every 20 ms while it runs."""
+    shutil.rmtree(data_dir / INDEX_DIRNAME)
+    peak = 0.0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.wait(0.02):
+            process = server.process
+            if process is not None and process.poll() is None:
+                with contextlib.suppress(OSError, KeyError):  # gone, or not exec'd yet
+                    peak = max(peak, _memory(process.pid)[1])
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        seconds = _timed_start(server)
+    finally:
+        done.set()
+        sampler.join()
+    server.stop()
+    return {
+        "start rebuilding the deleted index, s": seconds,
+        "peak anonymous RSS while rebuilding, MiB": peak,
+    }
 
 
 def empty_data_dir(data_dir: Path) -> dict[str, float]:
@@ -246,6 +302,8 @@ class ScaleOptions:
     """Measure on a directory an earlier ``keep`` populated; populate nothing."""
     populate_only: bool = False
     """With ``keep``: stop after populating (measure later with ``reuse``)."""
+    rebuild: bool = True
+    """Measure a start that rebuilds the deleted index (minutes at 10 M on a busy machine)."""
 
 
 def _populated(scale: ScaleOptions, default: int, scratch: Path) -> tuple[Path, int, float, str]:
@@ -255,7 +313,10 @@ def _populated(scale: ScaleOptions, default: int, scratch: Path) -> tuple[Path, 
         if not marker.is_file():
             raise RuntimeError(f"{scale.reuse} was not populated by --keep (no {MARKER})")
         kept = json.loads(marker.read_text())
-        return scale.reuse / "data", kept["objects"], kept["populate_seconds"], "an earlier run"
+        data_dir = scale.reuse / "data"
+        if scale.rebuild and not any((data_dir / "journal").glob("snapshot-*.snap")):
+            asyncio.run(_snapshot(str(data_dir)))
+        return data_dir, kept["objects"], kept["populate_seconds"], "an earlier run"
     count = scale.objects or default
     base = scale.keep if scale.keep is not None else scratch
     if scale.keep is not None and scale.keep.exists() and any(scale.keep.iterdir()):
@@ -285,7 +346,7 @@ def run(profile: Profile, scale: ScaleOptions | None = None) -> list[Row]:
                 {"measurement": "index bytes per object", "index": index_bytes / count},
             ]
         empty = empty_data_dir(Path(scratch) / "empty")
-        ours = measure(Path(REPO), data_dir, count, profile.load_seconds)
+        ours = measure(Path(REPO), data_dir, count, profile.load_seconds, rebuild=scale.rebuild)
         theirs: dict[str, float] = {}
         if count <= ANCHOR_LIMIT:
             anchor = Path(scratch) / "in-memory-tree"

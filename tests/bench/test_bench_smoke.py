@@ -167,6 +167,8 @@ def test_scale_section_sets_the_index_beside_the_in_memory_design() -> None:
         assert page["index"] > 0 and page["in-memory"] > 0
     for name in ("prefix + delimiter page (a middle directory)", "delimiter-only page (1"):
         assert by_name[name]["index"] > 0 and by_name[name]["in-memory"] > 0
+    for name in ("start rebuilding the deleted index", "peak anonymous RSS while rebuilding"):
+        assert by_name[name]["index"] > 0 and by_name[name]["in-memory"] is None
     for name in ("start after clean stop", "anonymous RSS"):
         assert by_name[name]["empty data dir"] > 0
 
