@@ -11,7 +11,8 @@ and ignores the index), on the same data dir, one after the other:
 
 - start -> healthy after a clean stop, and after a SIGKILL;
 - RSS and anonymous RSS after start (``/proc/<pid>/status`` VmRSS, RssAnon);
-- a 1,000-key listing page at the start, middle and end of the bucket (median of 5; the
+- a 1,000-key listing page at the start, middle and end of the bucket (median wall time of
+  10, and the server's CPU time per request: what the page costs on a quiet core; the
   page after a key is asked with the contract's cursor), a page of one directory in the
   middle (prefix ``dNNNNN/`` and delimiter ``/``: its 1,000 keys) and a page of the top
   level with the delimiter alone (1,000 common prefixes, each found by one seek);
@@ -41,6 +42,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -71,6 +73,8 @@ MARKER = "scale-bench.json"
 """In a kept directory: its N and how long its populate took (``--keep``/``--reuse``)."""
 CONCURRENT_COMMITS = 2048
 BUCKET = "scale"
+PAGE_REPEATS = 10
+"""Requests of each listing page measured."""
 PROBE_KEY = "probe-4k"
 """A real 4 KiB object (the populated ones name no payload file) for the GET load."""
 
@@ -186,18 +190,30 @@ def _timed_start(server: TreeServer) -> float:
     return time.perf_counter() - started
 
 
-def _page_ms(server: TreeServer, client: httpx.Client, **query: str) -> float:
-    """The median time of 5 requests of one 1,000-entry listing page."""
+def _cpu_seconds(pid: int) -> float:
+    """The process's user + system CPU time so far (``/proc/<pid>/stat``, clock ticks)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _page_ms(server: TreeServer, client: httpx.Client, **query: str) -> tuple[float, float]:
+    """One 1,000-entry listing page, asked ``PAGE_REPEATS`` times: the median wall time
+    and the server's mean CPU time per request, in ms (the CPU time is what the page costs
+    on a quiet core; the wall time adds the load of the machine)."""
+    assert server.process is not None
     params = {"limit": "1000", **query}
     times = []
-    for _ in range(5):
+    cpu_before = _cpu_seconds(server.process.pid)
+    for _ in range(PAGE_REPEATS):
         started = time.perf_counter()
         response = client.get(f"{server.api}/buckets/{BUCKET}/objects", params=params)
         times.append((time.perf_counter() - started) * 1000)
         page = response.json() if response.status_code == 200 else {}
         if not (page.get("objects") or page.get("common_prefixes")):
             raise RuntimeError(f"listing failed: {response.status_code} {response.text[:200]}")
-    return statistics.median(times)
+    cpu = (_cpu_seconds(server.process.pid) - cpu_before) * 1000 / PAGE_REPEATS
+    return statistics.median(times), cpu
 
 
 def _disk_bytes(path: Path) -> int:
@@ -216,16 +232,18 @@ def measure(
     assert server.process is not None
     figures["RSS, MiB"], figures["anonymous RSS, MiB"] = _memory(server.process.pid)
     with httpx.Client(auth=server.auth, timeout=60.0) as client:
-        for label, index in (("start", None), ("middle", count // 2), ("end", count - 1001)):
-            query = {} if index is None else {"cursor": encode_cursor(object_key(index))}
-            figures[f"1,000-key page at the {label}, ms"] = _page_ms(server, client, **query)
         middle = object_key(count // 2).partition("/")[0] + "/"
-        figures["prefix + delimiter page (a middle directory), ms"] = _page_ms(
-            server, client, prefix=middle, delimiter="/"
-        )
-        figures["delimiter-only page (1,000 common prefixes), ms"] = _page_ms(
-            server, client, delimiter="/"
-        )
+        pages: dict[str, dict[str, str]] = {
+            "1,000-key page at the start": {},
+            "1,000-key page at the middle": {"cursor": encode_cursor(object_key(count // 2))},
+            "1,000-key page at the end": {"cursor": encode_cursor(object_key(count - 1001))},
+            "prefix + delimiter page (a middle directory)": {"prefix": middle, "delimiter": "/"},
+            "delimiter-only page (1,000 common prefixes)": {"delimiter": "/"},
+        }
+        for label, query in pages.items():
+            wall, cpu = _page_ms(server, client, **query)
+            figures[f"{label}, ms"] = wall
+            figures[f"{label.replace('page', 'page: server CPU', 1)}, ms"] = cpu
         probe = f"{server.api}/buckets/{BUCKET}/objects/{PROBE_KEY}"
         if client.put(probe, content=b"p" * 4096).status_code != 200:
             raise RuntimeError("PUT of the probe object failed")

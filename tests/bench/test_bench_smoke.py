@@ -163,6 +163,8 @@ def test_scale_section_sets_the_index_beside_the_in_memory_design() -> None:
         assert by_name[name]["index"] > 0 and by_name[name]["in-memory"] > 0
     pages = [row for row in rows if "-key page at the" in str(row["measurement"])]
     assert len(pages) == 3
+    cpu = [row for row in rows if "-key page: server CPU at the" in str(row["measurement"])]
+    assert len(cpu) == 3 and all(row["index"] >= 0 for row in cpu)
     for page in pages:
         assert page["index"] > 0 and page["in-memory"] > 0
     for name in ("prefix + delimiter page (a middle directory)", "delimiter-only page (1"):
