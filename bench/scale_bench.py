@@ -73,6 +73,8 @@ MARKER = "scale-bench.json"
 """In a kept directory: its N and how long its populate took (``--keep``/``--reuse``)."""
 CONCURRENT_COMMITS = 2048
 BUCKET = "scale"
+REBUILD_TIMEOUT = 3600.0
+"""Seconds a start that rebuilds the index may take (10 M objects on a busy machine)."""
 PAGE_REPEATS = 10
 """Requests of each listing page measured."""
 PROBE_KEY = "probe-4k"
@@ -184,9 +186,9 @@ def _memory(pid: int) -> tuple[float, float]:
     return values["VmRSS"], values["RssAnon"]
 
 
-def _timed_start(server: TreeServer) -> float:
+def _timed_start(server: TreeServer, timeout: float = 600.0) -> float:
     started = time.perf_counter()
-    server.start()
+    server.start(timeout)
     return time.perf_counter() - started
 
 
@@ -285,7 +287,7 @@ def _rebuild(server: TreeServer, data_dir: Path) -> dict[str, float]:
     sampler = threading.Thread(target=sample)
     sampler.start()
     try:
-        seconds = _timed_start(server)
+        seconds = _timed_start(server, REBUILD_TIMEOUT)
     finally:
         done.set()
         sampler.join()
