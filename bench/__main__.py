@@ -21,6 +21,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from bench import FULL, QUICK, REPO, Profile, Row
@@ -106,7 +107,9 @@ def journal_targets(rows: list[Row]) -> list[Row]:
 _POST_PROCESS: dict[str, Callable[[list[Row]], list[Row]]] = {"journal": journal_targets}
 
 
-def run_section(name: str, profile: Profile, *, install_tools: bool) -> list[Row]:
+def run_section(
+    name: str, profile: Profile, *, install_tools: bool, scale: Any = None
+) -> list[Row]:
     """Import the section's module lazily and call its ``run``, passing what it accepts."""
     module_name, _ = SECTIONS[name]
     try:
@@ -122,6 +125,8 @@ def run_section(name: str, profile: Profile, *, install_tools: bool) -> list[Row
         kwargs["profile"] = profile
     if "install_tools" in accepted:
         kwargs["install_tools"] = install_tools
+    if "scale" in accepted and scale is not None:
+        kwargs["scale"] = scale
     rows: list[Row] = run(**kwargs)
     return _POST_PROCESS.get(name, lambda rows: rows)(rows)
 
@@ -139,7 +144,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--no-install", action="store_true", help="never apt-get install nginx-light and wrk"
     )
+    scale = parser.add_argument_group("scale section (docs/benchmarks.md)")
+    scale.add_argument(
+        "--objects", type=int, help="N objects (default: 1,000,000; --quick 100,000)"
+    )
+    scale.add_argument("--keep", metavar="DIR", help="populate into DIR (new or empty) and keep it")
+    scale.add_argument("--reuse", metavar="DIR", help="measure DIR, populated by --keep before")
+    scale.add_argument(
+        "--populate-only", action="store_true", help="with --keep: populate, measure nothing"
+    )
+    scale.add_argument(
+        "--skip-rebuild", action="store_true", help="do not measure a start that rebuilds the index"
+    )
     args = parser.parse_args(argv)
+    if args.keep and args.reuse:
+        parser.error("--keep and --reuse exclude each other")
+    if args.populate_only and not args.keep:
+        parser.error("--populate-only needs --keep")
     args.sections = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in args.sections if name not in SECTIONS]
     if unknown:
@@ -147,10 +168,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def scale_options(args: argparse.Namespace) -> Any:
+    """The scale section's options (None: the section is not run; imported only then)."""
+    if "scale" not in args.sections:
+        return None
+    from bench.scale_bench import ScaleOptions
+
+    return ScaleOptions(
+        objects=args.objects,
+        keep=Path(args.keep).resolve() if args.keep else None,
+        reuse=Path(args.reuse).resolve() if args.reuse else None,
+        populate_only=args.populate_only,
+        rebuild=not args.skip_rebuild,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     profile = QUICK if args.quick else FULL
     install = not args.no_install
+    scale = scale_options(args)
     ensure_tools(install=install)
     started = time.perf_counter()
     report = [f"# Benchmarks ({profile.name} profile, {time.strftime('%Y-%m-%d %H:%M')})", ""]
@@ -160,7 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         section_started = time.perf_counter()
         load_before = os.getloadavg()[0]
         try:
-            table = markdown_table(run_section(name, profile, install_tools=install))
+            rows = run_section(name, profile, install_tools=install, scale=scale)
+            table = markdown_table(rows)
         except Exception:
             failed = True
             table = "```\n" + traceback.format_exc() + "```"

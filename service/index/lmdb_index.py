@@ -21,7 +21,8 @@ Layout (one LMDB environment, named databases):
 
 Bucket names never hold NUL, so ``bucket NUL`` is an exact prefix, and keys order by their
 UTF-8 bytes, which is the order of their code points: the order ``service.meta.listing``
-pages in. Listing reuses that module unchanged: a ``_BucketView`` offers the two things it
+pages in. An object listing walks the cursors in bytes (``service.index.lmdb_listing``); a
+version listing reuses that module unchanged: a ``_BucketView`` offers the two things it
 asks of a container (``irange`` from a bound, ``[key]``) over an LMDB cursor.
 
 Writes go into the batch's write transaction (``begin``/``commit``, one per journal batch)
@@ -47,6 +48,7 @@ from typing import Any
 import lmdb
 import msgpack
 
+from service.index import lmdb_listing
 from service.index.protocol import IndexUnreadableError
 from service.meta import listing
 from service.meta.model import ObjectPage, ObjectVersion, Usage, VersionPage
@@ -95,18 +97,38 @@ def _entries(txn: Any, db: Any, start: bytes, prefix: bytes) -> Iterator[tuple[b
     cursor = txn.cursor(db=db)
     if not cursor.set_range(_split(start)[0]):
         return
+    head = prefix[:KEY_LIMIT]  # what a node's LMDB key holds of a longer prefix
     for raw in cursor.iternext(keys=True, values=False):
-        if not raw.startswith(prefix):
+        if not raw.startswith(head):
             return
         if not raw.endswith(_NODE):
-            if raw >= start:
+            if raw >= start and raw.startswith(prefix):
                 yield raw, cursor.value()
             continue
         node = msgpack.unpackb(cursor.value())
-        head = raw[:-1]
         for remainder in sorted(node):
-            if head + remainder >= start:
-                yield head + remainder, node[remainder]
+            full = raw[:-1] + remainder
+            if full >= start and full.startswith(prefix):
+                yield full, node[remainder]
+
+
+def _keys(txn: Any, db: Any, start: bytes, prefix: bytes) -> Iterator[bytes]:
+    """``_entries`` without the values (for ``visible``, whose values are empty)."""
+    cursor = txn.cursor(db=db)
+    if not cursor.set_range(_split(start)[0]):
+        return
+    head = prefix[:KEY_LIMIT]
+    for raw in cursor.iternext(keys=True, values=False):
+        if not raw.startswith(head):
+            return
+        if not raw.endswith(_NODE):
+            if len(prefix) <= KEY_LIMIT or raw.startswith(prefix):
+                yield raw  # a plain key is never below ``start`` (set_range)
+            continue
+        for remainder in sorted(msgpack.unpackb(cursor.value())):
+            full = raw[:-1] + remainder
+            if full >= start and full.startswith(prefix):
+                yield full
 
 
 def _lookup(txn: Any, db: Any, full: bytes) -> bytes | None:
@@ -144,6 +166,13 @@ def _count(raw: bytes | None) -> int:
     if raw is None:
         return 0
     return int(bytes(raw)) if raw else 1
+
+
+def _put_usage(txn: Any, db: Any, bucket: str, usage: Usage | None) -> None:
+    if usage is None:
+        txn.delete(bucket.encode(), db=db)
+    else:
+        txn.put(bucket.encode(), _USAGE.pack(usage.object_count, usage.size_bytes), db=db)
 
 
 def _pack(versions: Versions) -> bytes:
@@ -191,17 +220,6 @@ class _BucketView:
         if data is None:
             raise KeyError(key)
         return _unpack(self._bucket, key, data)
-
-
-class _LatestView(_BucketView):
-    """The versions of one bucket as ``listing.list_objects`` reads them: only the latest
-    of each key is built (a listing shows no other)."""
-
-    def __getitem__(self, key: str) -> Versions:
-        data = _lookup(self._txn, self._db, self._prefix + key.encode())
-        if data is None:
-            raise KeyError(key)
-        return (ObjectVersion(self._bucket, key, *msgpack.unpackb(data, use_list=False)[-1]),)
 
 
 class StoredRows:
@@ -264,6 +282,9 @@ class LmdbObjectIndex:
             raise IndexUnreadableError(str(exc)) from exc
         self._batch: Any = None
         self._cache: dict[tuple[str, str], Versions] = {}
+        self._usage_pending: dict[str, Usage | None] = {}
+        """Usages the open batch changed, written into it once at ``commit`` (a batch of
+        2,048 objects in one bucket changes its usage 2,048 times)."""
 
     # -- transactions -------------------------------------------------------------------
 
@@ -280,6 +301,9 @@ class LmdbObjectIndex:
         """Record ``sequence`` (whose event has CRC-32 ``crc``) as applied, and ``rest`` if
         the batch changed it, and commit the batch with them, atomically."""
         txn, self._batch = self._batch, None
+        for bucket, usage in self._usage_pending.items():
+            _put_usage(txn, self._usage, bucket, usage)
+        self._usage_pending.clear()
         txn.put(_APPLIED, _MARK.pack(sequence, crc), db=self._meta)
         if rest is not None:
             txn.put(_REST, rest, db=self._meta)
@@ -298,6 +322,7 @@ class LmdbObjectIndex:
     def wipe(self) -> None:
         """Forget everything (before a rebuild)."""
         self._cache.clear()
+        self._usage_pending.clear()
         with self.env.begin(write=True) as txn:
             for db in (self._versions, self._visible, self._usage, self._refs, self._meta):
                 txn.drop(db, delete=False)
@@ -340,6 +365,7 @@ class LmdbObjectIndex:
         if self._batch is not None:
             self._batch.abort()
             self._batch = None
+        self._usage_pending.clear()
         self.env.close()
 
     def _write(self) -> Any:
@@ -430,10 +456,20 @@ class LmdbObjectIndex:
         self, bucket: str, prefix: str, delimiter: str | None, limit: int, start_after: str | None
     ) -> ObjectPage:
         txn = self._read()
+        versions = self._versions
+
+        def lookup(full: bytes) -> bytes:
+            data = txn.get(full, db=versions) if len(full) <= KEY_LIMIT else None
+            if data is None:  # a long key, in a node
+                data = _lookup(txn, versions, full)
+            assert data is not None, "a visible key has versions"
+            return data
+
         try:
-            return listing.list_objects(
-                _BucketView(txn, self._visible, bucket),
-                _LatestView(txn, self._versions, bucket),
+            return lmdb_listing.list_objects(
+                lambda start, within: _keys(txn, self._visible, start, within),
+                lookup,
+                bucket,
                 prefix,
                 delimiter,
                 limit,
@@ -456,6 +492,8 @@ class LmdbObjectIndex:
 
     def usage(self, bucket: str) -> Usage:
         """The bucket's usage as of the last committed batch (or the open one's writes)."""
+        if bucket in self._usage_pending:
+            return self._usage_pending[bucket] or Usage()
         txn = self._read()
         try:
             raw = txn.get(bucket.encode(), db=self._usage)
@@ -464,26 +502,29 @@ class LmdbObjectIndex:
         return Usage() if raw is None else Usage(*_USAGE.unpack(raw))
 
     def set_usage(self, bucket: str, usage: Usage | None) -> None:
-        txn = self._write()
-        if usage is None:
-            txn.delete(bucket.encode(), db=self._usage)
-        else:
-            txn.put(
-                bucket.encode(), _USAGE.pack(usage.object_count, usage.size_bytes), db=self._usage
-            )
-        self._done(txn)
+        if self._batch is not None:
+            self._usage_pending[bucket] = usage
+            return
+        with self.env.begin(write=True) as txn:
+            _put_usage(txn, self._usage, bucket, usage)
 
     def usages(self) -> dict[str, Usage]:
         """Every bucket's usage."""
         txn = self._read()
         try:
             cursor = txn.cursor(db=self._usage)
-            return {
+            stored = {
                 bytes(name).decode(): Usage(*_USAGE.unpack(raw))
                 for name, raw in cursor.iternext(keys=True, values=True)
             }
         finally:
             self._end_read(txn)
+        for bucket, usage in self._usage_pending.items():
+            if usage is None:
+                stored.pop(bucket, None)
+            else:
+                stored[bucket] = usage
+        return stored
 
     def ref_count(self, payload_id: str) -> int:
         """How many records hold the payload (loop thread: sees the open batch)."""

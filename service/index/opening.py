@@ -32,10 +32,14 @@ from typing import Any
 from fsseam.fs import FileSystem, make_dirs_durably
 from journal import Journal
 from journal.framing import encode_event
+from journal.snapshot import SnapshotReader
 from service.index.lmdb_index import FORMAT
 from service.index.protocol import IndexFactory, IndexUnreadableError, PersistentIndex
 from service.meta import MetaState, encode_snapshot
-from service.meta.snapshot import SnapshotFormatError, decode_image
+from service.meta.frozen import FrozenState
+from service.meta.model import ObjectVersion, Usage
+from service.meta.refs import PayloadRefs
+from service.meta.snapshot import SnapshotFormatError, VersionRows, decode_image, stream_image
 
 log = logging.getLogger("service.engine")
 
@@ -160,15 +164,83 @@ def load_state(
     return rebuild(index, journal), base, None
 
 
+REBUILD_BATCH = 10_000
+"""Keys loaded from the snapshot per index transaction during a rebuild (what LMDB holds
+of a write transaction's dirty pages in memory until it commits)."""
+
+
+class _Loader:
+    """Loads a snapshot's keys into an emptied index as they are read, counting each
+    bucket's usage and each payload's references as ``MetaState.restore`` does."""
+
+    def __init__(self, index: PersistentIndex) -> None:
+        self._index = index
+        self._refs = PayloadRefs(index)
+        self.usage: dict[str, Usage] = {}
+        self._loaded = 0
+
+    def key(self, bucket: str, key: str, rows: VersionRows) -> None:
+        if bucket not in self.usage:
+            self.bucket(bucket)
+        versions = tuple(ObjectVersion(bucket, key, *row) for row in rows)
+        self._index.set_versions(bucket, key, (), versions)
+        for version in versions:
+            if version.payload_id is not None:
+                self.usage[bucket] = self.usage[bucket].plus(version.size)
+                self._refs.ref(version.payload_id)
+        self._loaded += 1
+        if self._loaded % REBUILD_BATCH == 0:
+            # Neither a sequence nor the rest: until the last commit the index holds no
+            # state, so a start that finds it half loaded rebuilds it (``load_state``).
+            self._index.commit(0, 0)
+            self._index.begin()
+
+    def bucket(self, name: str) -> None:
+        """Index a bucket of the snapshot (before its first key; once)."""
+        self._index.add_bucket(name)
+        self.usage[name] = Usage()
+
+    def parts(self, image: FrozenState) -> None:
+        """The references the open uploads' parts hold."""
+        for parts in image.parts.values():
+            for part in parts.values():
+                self._refs.ref(part.payload_id)
+
+
 def rebuild(index: PersistentIndex, journal: Journal) -> MetaState:
-    """Empty the index and load the journal's snapshot into it. Blocking."""
+    """Empty the index and load the journal's snapshot into it, streamed: the snapshot's
+    objects are read and loaded a key at a time, ``REBUILD_BATCH`` keys per transaction, so
+    a rebuild takes the memory of one batch whatever the number of objects. The crc is
+    checked once the snapshot has been read (``SnapshotDamagedError``; the index then holds
+    no state, and the next attempt empties it again). Blocking."""
     snapshot = journal.snapshot
-    # Read (and checked: ``SnapshotDamagedError``) before the index changes at all.
-    image = decode_image(snapshot.data) if snapshot is not None else MetaState().freeze()
     index.wipe()
     index.begin()
-    state = MetaState.restore(image, index)
-    index.commit(snapshot.sequence if snapshot is not None else 0, 0, rest_of(state))
-    if snapshot is not None:
-        index.record_snapshot(snapshot.sequence, snapshot.crc)
+    if snapshot is None:
+        state = MetaState.restore(MetaState().freeze(), index)
+        index.commit(0, 0, rest_of(state))
+        return state
+    loader = _Loader(index)
+    reader = SnapshotReader(snapshot)
+    try:
+        try:
+            image = stream_image(reader, loader.key)
+        except SnapshotFormatError:
+            reader.check()  # damage is why it did not decode: SnapshotDamagedError
+            raise
+        reader.check()
+    except BaseException:
+        if index.in_batch:
+            index.commit(0, 0)  # what was loaded, with no state: never trusted
+        raise
+    finally:
+        reader.close()
+    for name in image.buckets:
+        if name not in loader.usage:
+            loader.bucket(name)  # a bucket without objects
+        index.set_usage(name, loader.usage[name])
+    loader.parts(image)
+    state = MetaState.reopen(image, index)
+    index.commit(snapshot.sequence, 0, rest_of(state))
+    index.record_snapshot(snapshot.sequence, snapshot.crc)
     return state

@@ -49,7 +49,7 @@ def _keys_from(keys: Any, bound: str, inclusive: bool) -> Iterator[str]:
     return iterator
 
 
-def _resume_point(prefix: str, delimiter: str, start_after: str | None) -> tuple[str | None, bool]:
+def resume_point(prefix: str, delimiter: str, start_after: str | None) -> tuple[str | None, bool]:
     """Where a listing starts: ``(bound, inclusive)``; a None bound means nothing is left."""
     if start_after is None or start_after < prefix:
         return prefix, True
@@ -81,7 +81,7 @@ def list_objects(
     prefixes: list[str] = []
     last_item: str | None = None
     truncated = False
-    bound, inclusive = _resume_point(prefix, delimiter, start_after)
+    bound, inclusive = resume_point(prefix, delimiter, start_after)
     while bound is not None:
         jump: str | None = None
         for key in _keys_from(visible_keys, bound, inclusive):

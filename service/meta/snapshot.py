@@ -4,7 +4,9 @@
 are immutable and shared), cheap enough for the event-loop thread. ``iter_snapshot`` turns
 the image into msgpack bytes, in chunks the journal streams to the file (``encode_snapshot``
 joins them), and may run in a worker thread while the loop keeps applying events.
-``decode_snapshot`` rebuilds a live ``MetaState`` (derived indexes - usage, payload
+``stream_image`` reads one a piece at a time, handing each key's versions to the caller
+(a rebuild of the persistent index), and ``decode_snapshot`` rebuilds a live ``MetaState``
+(derived indexes - usage, payload
 references, the visible-key lists - are recomputed, not stored, so they cannot disagree with
 the records).
 
@@ -41,7 +43,7 @@ Thread-safety: ``freeze`` on the event-loop thread; the others on any thread.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import msgpack
@@ -262,6 +264,65 @@ def decode_image(data: bytes) -> FrozenState:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else None
         raise SnapshotFormatError(f"unsupported snapshot format {found!r}, expected {FORMAT}")
+    try:
+        return _image(doc)
+    except (TypeError, ValueError, KeyError, IndexError) as exc:
+        raise SnapshotFormatError(f"damaged snapshot: {exc!r}") from exc
+
+
+class SnapshotSource(Protocol):
+    """Snapshot bytes to read a piece at a time (``journal.SnapshotReader``)."""
+
+    def read(self, size: int = -1) -> bytes: ...
+
+
+VersionRows = list[list[Any]]
+"""A key's versions as a snapshot holds them, oldest first (``ObjectVersion(bucket, key,
+*row)`` for each row)."""
+
+
+def stream_image(
+    source: SnapshotSource, on_key: Callable[[str, str, VersionRows], None]
+) -> FrozenState:
+    """The image a snapshot describes, but for its objects: each key's version rows go to
+    ``on_key(bucket, key, rows)`` as they are read, bucket by bucket, keys in order, and the
+    image returned holds none (``objects`` is empty). So a snapshot of any number of
+    objects is read in the memory of one key's rows and a read buffer.
+
+    ``buckets`` comes before ``objects`` in the format (the writer's order), so each
+    bucket's record is known before its keys: a snapshot with them the other way round
+    is refused. Raises SnapshotFormatError if the bytes are not a snapshot."""
+    unpacker = msgpack.Unpacker(source, raw=False, read_size=CHUNK_BYTES)
+    doc: dict[str, Any] = {}
+    try:
+        for _ in range(unpacker.read_map_header()):
+            name = unpacker.unpack()
+            if name != "objects":
+                doc[name] = unpacker.unpack()
+                continue
+            if doc.get("format") != FORMAT or "buckets" not in doc:
+                raise SnapshotFormatError(
+                    "the snapshot's objects come before its format or buckets"
+                )
+            known = {row[0] for row in doc["buckets"]}
+            for _ in range(unpacker.read_array_header()):
+                if unpacker.read_array_header() != 2:
+                    raise SnapshotFormatError("damaged snapshot: a bucket's objects are not a pair")
+                bucket = unpacker.unpack()
+                if bucket not in known:
+                    raise SnapshotFormatError(f"damaged snapshot: objects of no bucket {bucket!r}")
+                for _ in range(unpacker.read_array_header()):
+                    key, rows = unpacker.unpack()
+                    on_key(bucket, key, rows)
+    except (ValueError, TypeError, KeyError, IndexError, msgpack.UnpackException) as exc:
+        if isinstance(exc, SnapshotFormatError):
+            raise
+        raise SnapshotFormatError(f"damaged snapshot: {exc!r}") from exc
+    if doc.get("format") != FORMAT:
+        raise SnapshotFormatError(
+            f"unsupported snapshot format {doc.get('format')!r}, expected {FORMAT}"
+        )
+    doc["objects"] = []
     try:
         return _image(doc)
     except (TypeError, ValueError, KeyError, IndexError) as exc:

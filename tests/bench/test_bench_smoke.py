@@ -20,6 +20,7 @@ from bench.index_bench import run as run_index
 from bench.loadgen import LoadSpec, run_load, wrk_available
 from bench.memory_bench import peak_rss_mib
 from bench.multipart_bench import run as run_multipart
+from bench.scale_bench import MARKER, ScaleOptions
 from bench.scale_bench import run as run_scale
 from bench.server_bench import run as run_server
 from bench.upkeep_bench import run as run_upkeep
@@ -162,10 +163,39 @@ def test_scale_section_sets_the_index_beside_the_in_memory_design() -> None:
         assert by_name[name]["index"] > 0 and by_name[name]["in-memory"] > 0
     pages = [row for row in rows if "-key page at the" in str(row["measurement"])]
     assert len(pages) == 3
+    cpu = [row for row in rows if "-key page: server CPU at the" in str(row["measurement"])]
+    assert len(cpu) == 3 and all(row["index"] >= 0 for row in cpu)
     for page in pages:
         assert page["index"] > 0 and page["in-memory"] > 0
+    for name in ("prefix + delimiter page (a middle directory)", "delimiter-only page (1"):
+        assert by_name[name]["index"] > 0 and by_name[name]["in-memory"] > 0
+    for name in ("start rebuilding the deleted index", "peak anonymous RSS while rebuilding"):
+        assert by_name[name]["index"] > 0 and by_name[name]["in-memory"] is None
     for name in ("start after clean stop", "anonymous RSS"):
         assert by_name[name]["empty data dir"] > 0
+
+
+def test_scale_section_keeps_a_populated_dir_and_refuses_what_it_cannot_reuse(
+    tmp_path: Path,
+) -> None:
+    kept = tmp_path / "kept"
+    rows = run_scale(SMOKE, ScaleOptions(objects=300, keep=kept, populate_only=True))
+    assert [row["measurement"] for row in rows] == [
+        "populate 300 objects",
+        "index bytes per object",
+    ]
+    assert rows[0]["index"] > 0 and rows[1]["index"] > 0
+    assert '"objects": 300' in (kept / MARKER).read_text()
+    assert (kept / "data" / "journal").is_dir()
+    with pytest.raises(RuntimeError, match="not empty"):
+        run_scale(SMOKE, ScaleOptions(objects=300, keep=kept, populate_only=True))
+    with pytest.raises(RuntimeError, match="not populated"):
+        run_scale(SMOKE, ScaleOptions(reuse=tmp_path))
+    assert parse_args(["--only", "scale", "--reuse", "x"]).reuse == "x"
+    with pytest.raises(SystemExit):
+        parse_args(["--only", "scale", "--keep", "x", "--reuse", "y"])
+    with pytest.raises(SystemExit):
+        parse_args(["--only", "scale", "--populate-only"])
 
 
 def test_upkeep_section_reports_delivery_scrub_pace_and_gets_during_a_scrub() -> None:

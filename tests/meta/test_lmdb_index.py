@@ -19,6 +19,7 @@ from hypothesis.stateful import invariant
 
 from service.index.lmdb_index import LmdbObjectIndex
 from service.meta import MetaState, encode_snapshot
+from service.meta.model import Usage
 from tests.meta.factory import Factory, applied
 from tests.meta.test_meta_properties import MetaMachine
 
@@ -100,6 +101,28 @@ def test_a_batch_commits_its_effects_and_its_sequence_together(tmp_path: Path) -
     reopened.close()
 
 
+def test_a_batchs_usage_is_read_back_in_it_and_written_only_by_its_commit(tmp_path: Path) -> None:
+    index = LmdbObjectIndex(str(tmp_path))
+    state = MetaState(objects=index)
+    f = Factory()
+    applied(state, f.bucket("b"))
+    applied(state, f.bucket("gone"))
+    index.begin()
+    for key in ("k1", "k2", "k3"):
+        applied(state, f.put(key, size=3))
+    applied(state, f.drop_bucket("gone"))
+    assert state.bucket_usage("b") == Usage(3, 9)  # the batch reads its own usage
+    assert index.usages() == {"b": Usage(3, 9)}
+    index.commit(5, 1)
+    index.begin()
+    applied(state, f.put("k4", size=4))
+    assert index.usage("b") == Usage(4, 13)
+    index.close()  # the open batch is lost, its usage with it
+    reopened = LmdbObjectIndex(str(tmp_path))
+    assert reopened.usages() == {"b": Usage(3, 9)}
+    reopened.close()
+
+
 def test_a_dropped_bucket_leaves_nothing_behind(tmp_path: Path) -> None:
     index = LmdbObjectIndex(str(tmp_path))
     state = MetaState(objects=index)
@@ -149,4 +172,31 @@ def test_keys_past_lmdbs_key_limit_are_stored_listed_and_deleted(tmp_path: Path)
     drop = f.drop_bucket("b", force=True)
     assert state.apply(drop) == memory.apply(drop)
     assert not index.holds_any("b") and index.image() == {}
+    index.close()
+
+
+def test_object_pages_walked_in_bytes_equal_the_in_memory_pages(tmp_path: Path) -> None:
+    """Every prefix (one longer than an LMDB key too), delimiter (multi-byte ones too),
+    cursor and page size over keys with several versions, delete markers and long keys:
+    the LMDB walk pages as the model does."""
+    index = LmdbObjectIndex(str(tmp_path))
+    state = MetaState(objects=index)
+    memory = MetaState()
+    f = Factory()
+    keys = ["a", "a/b", "a/b/c", "a/c", "a\u00e9b", "a\u00e9\u00e9", "b\u00e9", "b/", "c//d"]
+    keys += ["d" * 479 + "/x", "d" * 500 + "/y", "d" * 500, "\U0001f600/k", "\u00e9"]
+    events = [f.bucket("b", versioning=True), *(f.put(key) for key in keys)]
+    events += [f.put("a/b"), f.put("a/b"), f.delete("a/c"), f.delete("b/"), f.put("b/")]
+    for event in events:
+        assert state.apply(event) == memory.apply(event)
+    markers = [None, "", "a/", "a/b", "a\u00e9", "b", "zz", *keys]
+    for prefix in ("", "a", "a/", "a\u00e9", "d" * 479, "\U0001f600", "q"):
+        for delimiter in (None, "/", "\u00e9", "//", "\U0001f600"):
+            for limit in (1, 2, 3, 1000):
+                for marker in markers:
+                    args = ("b", prefix, delimiter, limit, marker)
+                    assert state.list_objects(*args) == memory.list_objects(*args), args
+        for limit in (1, 1000):
+            versions = state.list_versions("b", prefix, limit)
+            assert versions == memory.list_versions("b", prefix, limit), (prefix, limit)
     index.close()

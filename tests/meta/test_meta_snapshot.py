@@ -1,6 +1,10 @@
-"""Snapshots: exact round trips, canonical bytes, frozen images, and unreadable input."""
+"""Snapshots: exact round trips, canonical bytes, frozen images, streamed reads, and
+unreadable input."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
 
 import msgpack
 import pytest
@@ -13,6 +17,8 @@ from service.meta import (
     events,
     freeze,
 )
+from service.meta.model import ObjectVersion
+from service.meta.snapshot import decode_image, stream_image
 from tests.meta.factory import Factory, applied
 
 
@@ -166,3 +172,47 @@ def test_a_snapshot_plus_replay_round_trips_jobs_and_shares() -> None:
     assert decode_snapshot(encode_snapshot(replayed)) == state
     failed = replayed.media.job(queued.job_id)
     assert failed is not None and failed.status == "failed" and failed.progress == 0.5
+
+
+class _Pieces:
+    """Snapshot bytes read a few at a time, as a file gives them."""
+
+    def __init__(self, data: bytes, piece: int) -> None:
+        self._data, self._piece, self._at = data, piece, 0
+
+    def read(self, size: int = -1) -> bytes:
+        size = self._piece if size < 0 else min(size, self._piece)
+        chunk = self._data[self._at : self._at + size]
+        self._at += len(chunk)
+        return chunk
+
+
+def test_a_streamed_snapshot_hands_over_every_key_and_reads_the_rest_as_decoded() -> None:
+    _, state = busy_state()
+    data = encode_snapshot(state)
+    whole = decode_image(data)
+    for piece in (1, 7, 1 << 20):
+        seen: dict[str, list[tuple[str, tuple[ObjectVersion, ...]]]] = {}
+
+        def on_key(
+            bucket: str, key: str, rows: list[list[Any]], seen: dict[str, Any] = seen
+        ) -> None:
+            versions = tuple(ObjectVersion(bucket, key, *row) for row in rows)
+            seen.setdefault(bucket, []).append((key, versions))
+
+        image = stream_image(_Pieces(data, piece), on_key)
+        assert image == replace(whole, objects={})
+        assert {
+            bucket: [(key, versions[key]) for key in keys]
+            for bucket, (keys, versions) in whole.objects.items()
+        } == seen
+
+
+def test_a_streamed_snapshot_refuses_what_is_not_one() -> None:
+    _, state = busy_state()
+    data = encode_snapshot(state)
+    doc = msgpack.unpackb(data, raw=False)
+    objects_first = {"format": 1, "objects": doc["objects"], **doc}
+    for bad in (b"", b"\x01", data[: len(data) // 2], msgpack.packb(objects_first)):
+        with pytest.raises(SnapshotFormatError):
+            stream_image(_Pieces(bad, 1 << 20), lambda bucket, key, rows: None)
