@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -158,8 +159,10 @@ class Setting:
     workers: str | None
     strict: ServerProcess
     balanced: ServerProcess
-    idle_peak_mib: float = 0.0
-    """The strict server's processes' summed peak RSS right after start (``tree_peak_rss``)."""
+    idle: MemorySampler | None = None
+    """The strict server's processes' memory right after start (one sample)."""
+    busy: MemorySampler | None = None
+    """The same, sampled during the 1 GiB PUTs and GETs (``big_put``, ``big_get``)."""
     big_stored: bool = False
 
     @property
@@ -303,6 +306,56 @@ def process_tree(pid: int) -> list[int]:
     return found
 
 
+def tree_memory_mib(pid: int) -> tuple[float, float]:
+    """``(PSS, RSS)`` of ``pid`` and its descendants now, summed, in MiB. PSS counts a page
+    shared by n processes as 1/n in each, so its sum is the memory they use together; the
+    RSS sum counts such pages (the code and data a fork shares) once per process."""
+    pss = rss = 0
+    for each in process_tree(pid):
+        try:
+            with open(f"/proc/{each}/smaps_rollup") as rollup:
+                for line in rollup:
+                    if line.startswith("Pss:"):
+                        pss += int(line.split()[1])
+                    elif line.startswith("Rss:"):
+                        rss += int(line.split()[1])
+        except FileNotFoundError:
+            continue
+    return pss * KIB / MIB, rss * KIB / MIB
+
+
+class MemorySampler:
+    """Samples ``tree_memory_mib`` every ``SAMPLE_SECONDS`` on a thread while running (a
+    ``with`` block) and keeps the peaks; the sampler costs about 1 % of a core."""
+
+    SAMPLE_SECONDS = 0.1
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_pss = self.peak_rss = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sample(self) -> None:
+        pss, rss = tree_memory_mib(self.pid)
+        self.peak_pss, self.peak_rss = max(self.peak_pss, pss), max(self.peak_rss, rss)
+
+    def __enter__(self) -> MemorySampler:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.SAMPLE_SECONDS):
+            self.sample()
+
+
 def tree_peak_rss_mib(pid: int) -> float:
     """The summed peak RSS (``VmHWM``) of ``pid`` and its descendants, in MiB: an upper bound
     of their peak together (each one's peak may come at another moment, and pages a fork
@@ -357,8 +410,10 @@ def rig(
                 (os.path.join(scratch, f"balanced-{number}"), "balanced"),
                 workers=setting,
             )
-            idle = tree_peak_rss_mib(pid_of(strict))
-            settings.append(Setting(setting, strict, balanced, idle_peak_mib=idle))
+            idle = MemorySampler(pid_of(strict))
+            idle.sample()
+            busy = MemorySampler(pid_of(strict))
+            settings.append(Setting(setting, strict, balanced, idle=idle, busy=busy))
         yield Rig(
             profile=profile,
             scratch=scratch,
