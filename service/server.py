@@ -24,6 +24,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import tornado.httpserver
@@ -135,12 +136,14 @@ def make_http_server(
 
 async def serve(
     config: Config,
-    sockets: list[socket.socket],
+    sockets: list[socket.socket] | Callable[[], list[socket.socket]],
     fs: FileSystem,
     role: Role | None = None,
 ) -> None:
     """Run on the bound ``sockets`` until SIGTERM/SIGINT: the only process (``role`` None),
-    or one of several (``service.procs``: the writer, or a worker committing through it)."""
+    or one of several (``service.procs``: the writer, or a worker committing through it).
+    ``sockets`` may be a function that opens them, called once the process is ready to serve
+    (a worker, whose siblings take the connections until then)."""
     install_crash_hook(config.crash_point)
     worker = role is not None and not role.writer
     link = WriterLink(role.socket_path) if role is not None and worker else None
@@ -184,7 +187,7 @@ async def serve(
         delegate = FreshStateDelegate(app, engine)
         servers[0] = make_http_server(delegate, config, ctx)
     server = servers[0]
-    server.add_sockets(sockets)
+    server.add_sockets(sockets() if callable(sockets) else sockets)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
     watchdog.start()
     stop = asyncio.Event()
@@ -274,18 +277,28 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_role(config: Config, held: list[socket.socket], role: Role) -> None:
     """The body of a forked serving process (``service.procs.supervisor``): its own listening
-    sockets beside its siblings' (``SO_REUSEPORT``, ``service.startup``), then serve."""
+    sockets beside its siblings' (``SO_REUSEPORT``, ``service.startup``), then serve.
+
+    The first writer listens at once, so that connections queue while it replays the journal
+    (no other process listens yet); a worker, or a writer started again while workers serve,
+    listens only when it is ready, so the kernel keeps giving new connections to the others
+    meanwhile."""
     shared_metrics.enable(role.metrics_dir)
     configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
-    try:
-        sockets = listen_like(held)
-    except OSError as exc:
-        print(
-            f"service: process {os.getpid()} cannot listen on {config.host}:{config.port}: "
-            f"{reason(exc)}",
-            file=sys.stderr,
-        )
-        raise SystemExit(1) from None
-    for each in held:
-        each.close()  # the supervisor's; it keeps its own copy
-    asyncio.run(serve(config, sockets, RealFileSystem(), role))
+
+    def listen() -> list[socket.socket]:
+        try:
+            sockets = listen_like(held)
+        except OSError as exc:
+            print(
+                f"service: process {os.getpid()} cannot listen on {config.host}:{config.port}: "
+                f"{reason(exc)}",
+                file=sys.stderr,
+            )
+            raise SystemExit(1) from None
+        for each in held:
+            each.close()  # the supervisor's; it keeps its own copy
+        return sockets
+
+    alone = role.writer and not role.workers_running
+    asyncio.run(serve(config, listen() if alone else listen, RealFileSystem(), role))
