@@ -4,7 +4,7 @@
 ``SERVICE_WORKERS`` setting, the naive and the floor anchors in both durabilities, nginx when
 installed) and ``Rig.loads`` runs HTTP loads interleaved, noting the CPU time each process
 under load spent per request and, for our servers, how many requests each serving process
-answered (its own count in the multiprocess metrics files: ``process_table``). The helpers
+answered (its own count in the multiprocess metrics files: ``shared_metrics``). The helpers
 (starting servers, PUT from a file, GET drained) are shared by the other sections.
 
 CPU placement of the load generator: by default wrk runs where the scheduler puts it, on the
@@ -39,7 +39,7 @@ from bench import (
 )
 from bench.anchors import FloorServer, NaiveServer, Nginx, cpu_seconds, ensure_tools
 from bench.loadgen import HttpConnection, LoadResult, LoadSpec, basic_auth, run_load
-from service.procs.process_table import requests_per_process
+from service.procs.shared_metrics import requests_per_process
 from tests.serverproc import ServerProcess, free_port
 
 BUCKET = "bench"
