@@ -2,7 +2,8 @@
 
 Why not httpx: on a 2-core machine the client competes with the server for CPU, so a Python
 HTTP client would measure itself. Many small requests go through wrk (C, one thread), driven
-by a generated Lua script that adds unique keys, PUT bodies or random ``Range`` headers;
+by a generated Lua script that adds unique keys, PUT bodies or random ``Range`` headers,
+optionally pinned to CPUs with ``taskset`` (``LoadSpec.cpus``);
 when wrk is missing, a thread-per-connection Python generator stands in (slower, and the
 row says so). Big bodies go through ``HttpConnection``: a blocking HTTP/1.1 connection that
 sends request bodies with ``os.sendfile`` from a file in the page cache and drains response
@@ -181,6 +182,9 @@ class LoadSpec:
     range_length: int = 0
     connections: int = 16
     seconds: float = 5.0
+    cpus: str | None = None
+    """Run wrk under ``taskset -c cpus`` (None: where the scheduler puts it). The Python
+    stand-in runs in the caller's process and is never pinned."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +196,8 @@ class LoadResult:
     """Responses outside 2xx/3xx plus socket errors and timeouts."""
     p50_ms: float
     p99_ms: float
+    cpus: str | None = None
+    """The CPUs the generator was pinned to, if it was."""
 
     @property
     def requests_per_second(self) -> float:
@@ -273,8 +279,10 @@ def _run_wrk(spec: LoadSpec) -> LoadResult:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as file:
         file.write(script)
     try:
+        pinning = [] if spec.cpus is None else ["taskset", "-c", spec.cpus]
         completed = subprocess.run(
             [
+                *pinning,
                 "wrk",
                 "-t1",
                 f"-c{spec.connections}",
@@ -305,6 +313,7 @@ def _run_wrk(spec: LoadSpec) -> LoadResult:
         errors=summary["errors"],
         p50_ms=summary["p50_us"] / 1000,
         p99_ms=summary["p99_us"] / 1000,
+        cpus=spec.cpus,
     )
 
 

@@ -24,8 +24,18 @@ The server is the real one (``python -m service``, started through the tests'
 so that 64 connections of one user are not refused: the bench measures throughput, not
 admission control); the load comes from wrk (one thread) or raw sockets, so client and
 server share the 2 cores the same way for the server and its anchors. Rates count answered
-requests only (2xx/3xx). The whole run is made once per ``SERVICE_WORKERS`` setting
-(``WORKER_SETTINGS``: the default, then 1); rows of the second say so in their label.
+requests only (2xx/3xx).
+
+Every server figure is measured for each ``SERVICE_WORKERS`` setting (``WORKER_SETTINGS``:
+unset, the server's default of one process per CPU, and 1), both servers running side by
+side and their loads interleaved with the anchors in the same rounds (A B A' B'...); rows of
+the one-process server say ``SERVICE_WORKERS=1``. The notes give each serving process's
+share of the requests. The small GET and the balanced small PUT are measured again with wrk
+pinned to one CPU (``taskset``; rows say "load pinned to CPU 1"), beside the naive handler
+pinned the same way. ``big_get`` ends with the memory rows: the peak memory of all of a server's
+processes together while the 1 GiB PUTs and GETs ran (PSS summed over the process tree,
+sampled every 0.1 s; the RSS sum beside it), against 150 MiB + 40 MiB per extra process.
+
 
 Thread-safety: a script; one thread.
 """
@@ -33,34 +43,43 @@ Thread-safety: a script; one thread.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from functools import partial
 
 import httpx
 
-from bench import FULL, MIB, Profile, Row, compare, interleave
+from bench import FULL, MIB, Profile, Row, compare, interleave, limit_row
 from bench.anchors import raw_small_files, raw_write_fsync
 from bench.loadgen import LoadSpec
 from bench.server_rig import (
     BUCKET,
     RANGE_BYTES,
+    RSS_LIMIT_MIB,
+    RSS_PER_EXTRA_PROCESS_MIB,
     SMALL_BYTES,
     WORKER_SETTINGS,
+    Load,
     Measured,
     Rig,
+    Setting,
     auth_headers,
     cpu_per_request,
     download,
     load_notes,
     nginx_row,
     object_path,
+    on_anchor,
     on_server,
     pid_of,
+    process_tree,
     put_from_file,
     rates,
+    rates_of,
     rig,
     size_label,
     start_server,
+    tree_peak_rss_mib,
 )
 
 __all__ = [
@@ -77,10 +96,20 @@ __all__ = [
 ]
 
 
-def _store_big(rig: Rig) -> None:
-    if not rig.big_stored:
-        put_from_file(rig.strict, "big", rig.big_fd, [(0, rig.profile.big_bytes)])
-        rig.big_stored = True
+def _store_big(setting: Setting, rig: Rig) -> None:
+    if not setting.big_stored:
+        put_from_file(setting.strict, "big", rig.big_fd, [(0, rig.profile.big_bytes)])
+        setting.big_stored = True
+
+
+@contextmanager
+def sampling(rig: Rig) -> Iterator[None]:
+    """Sample every setting's strict server's memory meanwhile (``Setting.busy``)."""
+    with ExitStack() as stack:
+        for setting in rig.settings:
+            assert setting.busy is not None
+            stack.enter_context(setting.busy)
+        yield
 
 
 def big_put(rig: Rig) -> list[Row]:
@@ -88,91 +117,120 @@ def big_put(rig: Rig) -> list[Row]:
     anchor_dir = os.path.join(rig.scratch, "raw")
     os.makedirs(anchor_dir, exist_ok=True)
 
-    def put_new_key() -> float:
-        # A new key each round: overwriting would free the last round's blocks for this one.
-        rig.big_puts += 1
-        return put_from_file(rig.strict, f"big-{rig.big_puts}", rig.big_fd, [(0, size)])
+    def put_new_key(setting: Setting) -> Callable[[], float]:
+        def put() -> float:
+            # A new key each round: overwriting would free the last round's blocks for this.
+            rig.big_puts += 1
+            return put_from_file(setting.strict, f"big-{rig.big_puts}", rig.big_fd, [(0, size)])
 
-    seconds = interleave(
-        {
-            "raw": lambda: raw_write_fsync(anchor_dir, size),
-            "put": put_new_key,
-            "raw_hashed": lambda: raw_write_fsync(anchor_dir, size, hashed=True),
-        },
-        rig.profile.repeats,
-    )
+        return put
+
+    cases: dict[str, Callable[[], float]] = {
+        "raw": lambda: raw_write_fsync(anchor_dir, size),
+        **{f"put {setting.name}": put_new_key(setting) for setting in rig.settings},
+        "raw_hashed": lambda: raw_write_fsync(anchor_dir, size, hashed=True),
+    }
+    with sampling(rig):
+        seconds = interleave(cases, rig.profile.repeats)
     mib = size / MIB
     speed = {name: [mib / value for value in values] for name, values in seconds.items()}
-    label = rig.label(f"{size_label(size)} PUT, strict, fresh blocks")
-    return [
-        compare(
-            label,
-            speed["put"],
-            "MiB/s",
-            anchor="raw write+fsync",
-            anchor_values=speed["raw"],
-            target=0.9,
-        ),
-        compare(
-            label,
-            speed["put"],
-            "MiB/s",
-            anchor="raw write+SHA-256+fsync, one thread",
-            anchor_values=speed["raw_hashed"],
-        ),
-    ]
+    rows = []
+    for setting in rig.settings:
+        label = setting.label(f"{size_label(size)} PUT, strict, fresh blocks")
+        put = speed[f"put {setting.name}"]
+        rows += [
+            compare(
+                label,
+                put,
+                "MiB/s",
+                anchor="raw write+fsync",
+                anchor_values=speed["raw"],
+                target=0.9,
+            ),
+            compare(
+                label,
+                put,
+                "MiB/s",
+                anchor="raw write+SHA-256+fsync, one thread",
+                anchor_values=speed["raw_hashed"],
+            ),
+        ]
+    return rows
 
 
 def big_get(rig: Rig) -> list[Row]:
     size = rig.profile.big_bytes
-    _store_big(rig)
-    server_get: Callable[[], float] = lambda: download(  # noqa: E731
-        rig.strict.port, object_path("big"), auth_headers(rig.strict), size
-    )
-    cases: dict[str, Callable[[], float]] = {
-        "server": server_get,
-        "naive": lambda: download(rig.naive_strict.port, "/files/big.bin", {}, size),
-    }
+    cases: dict[str, Callable[[], float]] = {}
+    for setting in rig.settings:
+        _store_big(setting, rig)
+        cases[f"server {setting.name}"] = partial(
+            download, setting.strict.port, object_path("big"), auth_headers(setting.strict), size
+        )
+    cases["naive"] = lambda: download(rig.naive_strict.port, "/files/big.bin", {}, size)
     if rig.nginx is not None:
         nginx_port = rig.nginx.port
         cases["nginx"] = lambda: download(nginx_port, "/big.bin", {}, size)
-    for warm in cases.values():
-        warm()
-    seconds = interleave(cases, rig.profile.repeats)
+    with sampling(rig):
+        for warm in cases.values():
+            warm()
+        seconds = interleave(cases, rig.profile.repeats)
     mib = size / MIB
     speed = {name: [mib / value for value in values] for name, values in seconds.items()}
-    label = rig.label(f"{size_label(size)} GET")
-    rows = [
-        nginx_row(
-            rig,
-            lambda: compare(
+    rows = []
+    for setting in rig.settings:
+        label = setting.label(f"{size_label(size)} GET")
+        server = speed[f"server {setting.name}"]
+        rows.append(
+            nginx_row(
+                rig,
                 label,
-                speed["server"],
+                server,
                 "MiB/s",
+                speed.get("nginx"),
                 anchor="nginx sendfile",
-                anchor_values=speed["nginx"],
                 target=0.8,
-            ),
-            label,
+            )
         )
-    ]
-    rows.append(
-        compare(
-            label,
-            speed["server"],
-            "MiB/s",
-            anchor="naive Tornado, 256 KiB chunks",
-            anchor_values=speed["naive"],
-            target=1.0,
+        rows.append(
+            compare(
+                label,
+                server,
+                "MiB/s",
+                anchor="naive Tornado, 256 KiB chunks",
+                anchor_values=speed["naive"],
+                target=1.0,
+            )
         )
+    return rows + [memory_row(rig, setting) for setting in rig.settings]
+
+
+def memory_row(rig: Rig, setting: Setting) -> Row:
+    """The strict server's processes' memory together, peak during its 1 GiB PUTs and GETs
+    (PSS summed, sampled every 0.1 s), against issue 13's limit."""
+    assert setting.idle is not None and setting.busy is not None
+    processes = len(process_tree(pid_of(setting.strict)))
+    limit = RSS_LIMIT_MIB + RSS_PER_EXTRA_PROCESS_MIB * (processes - 1)
+    row = limit_row(
+        setting.label(
+            f"{size_label(rig.profile.big_bytes)} PUTs and GETs, peak memory of "
+            + ("its one process (PSS)" if processes == 1 else f"all {processes} processes (PSS)")
+        ),
+        setting.busy.peak_pss,
+        "MiB",
+        limit,
+        anchor="same, right after start",
+        anchor_value=setting.idle.peak_pss,
     )
-    return rows
+    row["notes"] = (
+        f"RSS summed: {setting.busy.peak_rss:.0f} MiB peak, {setting.idle.peak_rss:.0f} after "
+        f"start (counts the pages a fork shares once per process); summed VmHWM "
+        f"{tree_peak_rss_mib(pid_of(setting.strict)):.0f} MiB (every process's own peak)"
+    )
+    return row
 
 
 def ranged_get(rig: Rig) -> list[Row]:
     size = rig.profile.big_bytes
-    label = rig.label(f"random 64 KiB ranged GET, {rig.profile.ranged_connections} conns")
-    _store_big(rig)
     base = LoadSpec(
         port=rig.naive_strict.port,
         path="/files/big.bin",
@@ -181,48 +239,53 @@ def ranged_get(rig: Rig) -> list[Row]:
         connections=rig.profile.ranged_connections,
         seconds=rig.profile.load_seconds,
     )
-    loads = {
-        "server": (on_server(base, rig.strict, object_path("big")), pid_of(rig.strict)),
-        "naive": (base, pid_of(rig.naive_strict)),
-    }
+    loads: dict[str, Load] = {}
+    for setting in rig.settings:
+        _store_big(setting, rig)
+        loads[f"server {setting.name}"] = on_server(base, setting.strict, object_path("big"))
+    loads["naive"] = on_anchor(base, rig.naive_strict)
     if rig.nginx is not None:
-        loads["nginx"] = (replace(base, port=rig.nginx.port, path="/big.bin"), pid_of(rig.nginx))
+        loads["nginx"] = on_anchor(base, rig.nginx, port=rig.nginx.port, path="/big.bin")
     runs = rig.loads(loads)
-    return [
-        nginx_row(
-            rig,
-            lambda: compare(
+    nginx_runs = {name: runs[name] for name in ("nginx",) if name in runs}
+    rows = []
+    for setting in rig.settings:
+        label = setting.label(f"random 64 KiB ranged GET, {rig.profile.ranged_connections} conns")
+        server = runs[f"server {setting.name}"]
+        rows += [
+            nginx_row(
+                rig,
                 label,
-                rates(runs["server"]),
+                rates(server),
                 "req/s",
+                rates_of(runs, "nginx"),
                 anchor="nginx",
-                anchor_values=rates(runs["nginx"]),
                 target=0.4,
-                notes=load_notes(runs),
+                notes=load_notes({f"server {setting.name}": server, **nginx_runs}),
             ),
-            label,
-        ),
-        compare(
-            label,
-            rates(runs["server"]),
-            "req/s",
-            anchor="naive Tornado",
-            anchor_values=rates(runs["naive"]),
-        ),
-    ]
+            compare(
+                label,
+                rates(server),
+                "req/s",
+                anchor="naive Tornado",
+                anchor_values=rates(runs["naive"]),
+                notes=load_notes({f"server {setting.name}": server, "naive": runs["naive"]}),
+            ),
+        ]
+    return rows
 
 
-def cpu_rows(rig: Rig, label: str, runs: dict[str, list[Measured]], mode: str = "") -> list[Row]:
+def cpu_rows(
+    setting: Setting, label: str, server: list[Measured], anchors: dict[str, list[Measured]]
+) -> list[Row]:
     """CPU µs per request of the server beside the naive handler and the floor."""
-    suffix = f" {mode}" if mode else ""
-    server = runs[mode or "server"]
     return [
         compare(
-            rig.label(f"CPU per request, {label}"),
+            setting.label(f"CPU per request, {label}"),
             cpu_per_request(server),
             "µs",
             anchor=anchor,
-            anchor_values=cpu_per_request(runs[f"{name}{suffix}"]),
+            anchor_values=cpu_per_request(anchors[name]),
             lower_is_better=True,
         )
         for name, anchor in (
@@ -252,69 +315,114 @@ def small_put(rig: Rig) -> list[Row]:
         raw.append(raw_small_files(raw_dir, SMALL_BYTES, connections, rig.profile.load_seconds))
         return raw[-1]
 
-    loads = {
-        "strict": (on_server(naive, rig.strict, key), pid_of(rig.strict)),
-        "naive strict": (naive, pid_of(rig.naive_strict)),
-        "floor strict": (replace(naive, port=rig.floor_strict.port), pid_of(rig.floor_strict)),
-        "balanced": (on_server(naive, rig.balanced, key), pid_of(rig.balanced)),
-        "naive balanced": (
-            replace(naive, port=rig.naive_balanced.port),
-            pid_of(rig.naive_balanced),
-        ),
-        "floor balanced": (
-            replace(naive, port=rig.floor_balanced.port),
-            pid_of(rig.floor_balanced),
-        ),
-    }
-    if rig.nginx is not None:
-        loads["nginx dav"] = (
-            replace(naive, port=rig.nginx.port, path="/dav/small-put"),
-            pid_of(rig.nginx),
-        )
-    runs = rig.loads(loads, extra={"raw": raw_files})
-    strict_label = rig.label(f"4 KiB PUT, strict, {connections} conns")
-    balanced_label = rig.label(f"4 KiB PUT, balanced, {connections} conns")
-    rows = [
-        compare(
-            strict_label,
-            rates(runs["strict"]),
-            "objects/s",
-            anchor="naive Tornado PUT, strict",
-            anchor_values=rates(runs["naive strict"]),
-            target=1.5,
-            notes=load_notes({name: runs[name] for name in runs if "strict" in name}),
-        ),
-        compare(
-            strict_label,
-            rates(runs["strict"]),
-            "objects/s",
-            anchor=f"raw write+fsync+rename+dir fsync, {connections} threads",
-            anchor_values=raw,
-        ),
-        compare(
-            balanced_label,
-            rates(runs["balanced"]),
-            "objects/s",
-            anchor="naive Tornado PUT, balanced",
-            anchor_values=rates(runs["naive balanced"]),
-            notes=load_notes({name: runs[name] for name in runs if "balanced" in name}),
-        ),
-        nginx_row(
-            rig,
-            lambda: compare(
-                balanced_label,
-                rates(runs["balanced"]),
+    loads: dict[str, Load] = {}
+    for setting in rig.settings:
+        loads[f"strict {setting.name}"] = on_server(naive, setting.strict, key)
+    loads["naive strict"] = on_anchor(naive, rig.naive_strict)
+    loads["floor strict"] = on_anchor(naive, rig.floor_strict, port=rig.floor_strict.port)
+    balanced = balanced_put_loads(rig, naive, key)
+    runs = rig.loads({**loads, **balanced}, extra={"raw": raw_files})
+    rows = []
+    for setting in rig.settings:
+        strict = runs[f"strict {setting.name}"]
+        label = setting.label(f"4 KiB PUT, strict, {connections} conns")
+        rows += [
+            compare(
+                label,
+                rates(strict),
                 "objects/s",
-                anchor="nginx WebDAV PUT (no fsync)",
-                anchor_values=rates(runs["nginx dav"]),
-                target=0.4,
-                notes=load_notes({"nginx dav": runs["nginx dav"]}),
+                anchor="naive Tornado PUT, strict",
+                anchor_values=rates(runs["naive strict"]),
+                target=1.5,
+                notes=load_notes(
+                    {
+                        f"strict {setting.name}": strict,
+                        "naive strict": runs["naive strict"],
+                        "floor strict": runs["floor strict"],
+                    }
+                ),
             ),
-            balanced_label,
-        ),
-    ]
-    rows += cpu_rows(rig, "4 KiB PUT, strict", runs, "strict")
-    rows += cpu_rows(rig, "4 KiB PUT, balanced", runs, "balanced")
+            compare(
+                label,
+                rates(strict),
+                "objects/s",
+                anchor=f"raw write+fsync+rename+dir fsync, {connections} threads",
+                anchor_values=raw,
+            ),
+        ]
+    rows += balanced_put_rows(rig, runs)
+    if rig.pinned is not None:
+        pinned = rig.loads(only_pinned(balanced_put_loads(rig, naive, key)), cpus=rig.pinned)
+        rows += balanced_put_rows(rig, pinned, rig.pinned)
+    for setting in rig.settings:
+        strict_anchors = {"naive": runs["naive strict"], "floor": runs["floor strict"]}
+        balanced_anchors = {"naive": runs["naive balanced"], "floor": runs["floor balanced"]}
+        rows += cpu_rows(
+            setting, "4 KiB PUT, strict", runs[f"strict {setting.name}"], strict_anchors
+        )
+        rows += cpu_rows(
+            setting, "4 KiB PUT, balanced", runs[f"balanced {setting.name}"], balanced_anchors
+        )
+    return rows
+
+
+def only_pinned(loads: dict[str, Load]) -> dict[str, Load]:
+    """The loads measured again with the generator pinned: our servers and the naive handler
+    (the pinned rows compare the placements; the full set of anchors is in the shared rows,
+    and leaving the rest out keeps the full profile under 10 minutes)."""
+    return {name: load for name, load in loads.items() if not name.startswith(("floor", "nginx"))}
+
+
+def balanced_put_loads(rig: Rig, naive: LoadSpec, key: str) -> dict[str, Load]:
+    loads: dict[str, Load] = {}
+    for setting in rig.settings:
+        loads[f"balanced {setting.name}"] = on_server(naive, setting.balanced, key)
+    loads["naive balanced"] = on_anchor(naive, rig.naive_balanced, port=rig.naive_balanced.port)
+    loads["floor balanced"] = on_anchor(naive, rig.floor_balanced, port=rig.floor_balanced.port)
+    if rig.nginx is not None:
+        loads["nginx dav"] = on_anchor(naive, rig.nginx, port=rig.nginx.port, path="/dav/small-put")
+    return loads
+
+
+def balanced_put_rows(
+    rig: Rig, runs: dict[str, list[Measured]], cpus: str | None = None
+) -> list[Row]:
+    connections = rig.profile.small_connections
+    rows = []
+    for setting in rig.settings:
+        server = runs[f"balanced {setting.name}"]
+        label = setting.label(f"4 KiB PUT, balanced, {connections} conns", cpus)
+        rows += [
+            compare(
+                label,
+                rates(server),
+                "objects/s",
+                anchor="naive Tornado PUT, balanced",
+                anchor_values=rates(runs["naive balanced"]),
+                notes=load_notes(
+                    {
+                        f"balanced {setting.name}": server,
+                        **{
+                            name: runs[name]
+                            for name in ("naive balanced", "floor balanced", "nginx dav")
+                            if name in runs
+                        },
+                    }
+                ),
+            ),
+        ]
+        if cpus is None:
+            rows.append(
+                nginx_row(
+                    rig,
+                    label,
+                    rates(server),
+                    "objects/s",
+                    rates_of(runs, "nginx dav"),
+                    anchor="nginx WebDAV PUT (no fsync)",
+                    target=0.4,
+                )
+            )
     return rows
 
 
@@ -322,47 +430,65 @@ def small_get(rig: Rig) -> list[Row]:
     connections = rig.profile.small_connections
     with open(os.path.join(rig.www, "small.bin"), "rb") as file:
         content = file.read()
-    with httpx.Client(base_url=rig.strict.api, auth=rig.strict.auth) as client:
-        client.put(f"/buckets/{BUCKET}/objects/small", content=content).raise_for_status()
+    for setting in rig.settings:
+        with httpx.Client(base_url=setting.strict.api, auth=setting.strict.auth) as client:
+            client.put(f"/buckets/{BUCKET}/objects/small", content=content).raise_for_status()
     naive = LoadSpec(
         port=rig.naive_strict.port,
         path="/files/small.bin",
         connections=connections,
         seconds=rig.profile.load_seconds,
     )
-    loads = {
-        "server": (on_server(naive, rig.strict, object_path("small")), pid_of(rig.strict)),
-        "naive": (naive, pid_of(rig.naive_strict)),
-        "floor": (replace(naive, port=rig.floor_strict.port), pid_of(rig.floor_strict)),
+    loads: dict[str, Load] = {
+        f"server {setting.name}": on_server(naive, setting.strict, object_path("small"))
+        for setting in rig.settings
     }
+    loads["naive"] = on_anchor(naive, rig.naive_strict)
+    loads["floor"] = on_anchor(naive, rig.floor_strict, port=rig.floor_strict.port)
     if rig.nginx is not None:
-        loads["nginx"] = (replace(naive, port=rig.nginx.port, path="/small.bin"), pid_of(rig.nginx))
+        loads["nginx"] = on_anchor(naive, rig.nginx, port=rig.nginx.port, path="/small.bin")
     runs = rig.loads(loads)
-    label = rig.label(f"4 KiB GET, {connections} conns")
-    return [
-        compare(
-            label,
-            rates(runs["server"]),
-            "req/s",
-            anchor="naive Tornado",
-            anchor_values=rates(runs["naive"]),
-            target=1.0,
-            notes=load_notes(runs),
-        ),
-        nginx_row(
-            rig,
-            lambda: compare(
+    rows = small_get_rows(rig, runs)
+    if rig.pinned is not None:
+        pinned = rig.loads(only_pinned(loads), cpus=rig.pinned)
+        rows += small_get_rows(rig, pinned, rig.pinned)
+    for setting in rig.settings:
+        rows += cpu_rows(setting, "4 KiB GET", runs[f"server {setting.name}"], runs)
+    return rows
+
+
+def small_get_rows(rig: Rig, runs: dict[str, list[Measured]], cpus: str | None = None) -> list[Row]:
+    rows = []
+    for setting in rig.settings:
+        server = runs[f"server {setting.name}"]
+        label = setting.label(f"4 KiB GET, {rig.profile.small_connections} conns", cpus)
+        anchors: dict[str, list[Measured]] = {
+            name: runs[name] for name in ("naive", "floor", "nginx") if name in runs
+        }
+        rows += [
+            compare(
                 label,
-                rates(runs["server"]),
+                rates(server),
                 "req/s",
-                anchor="nginx",
-                anchor_values=rates(runs["nginx"]),
-                target=0.15,
+                anchor="naive Tornado",
+                anchor_values=rates(runs["naive"]),
+                target=1.0,
+                notes=load_notes({f"server {setting.name}": server, **anchors}),
             ),
-            label,
-        ),
-        *cpu_rows(rig, "4 KiB GET", runs),
-    ]
+        ]
+        if cpus is None:
+            rows.append(
+                nginx_row(
+                    rig,
+                    label,
+                    rates(server),
+                    "req/s",
+                    rates_of(runs, "nginx"),
+                    anchor="nginx",
+                    target=0.15,
+                )
+            )
+    return rows
 
 
 CASES: dict[str, Callable[[Rig], list[Row]]] = {
@@ -381,13 +507,12 @@ def run(
     install_tools: bool = False,
     workers: Sequence[str | None] | None = None,
 ) -> list[Row]:
-    """Run ``cases`` (default: all, in order) on one rig per ``SERVICE_WORKERS`` setting
-    (default ``WORKER_SETTINGS``; the smoke profile only the server's default)."""
+    """Run ``cases`` (default: all, in order) with a server pair per ``SERVICE_WORKERS``
+    setting (default ``WORKER_SETTINGS``; the smoke profile only the server's default)."""
     if workers is None:
         workers = WORKER_SETTINGS[:1] if profile.name == "smoke" else WORKER_SETTINGS
     rows: list[Row] = []
-    for setting in workers:
-        with rig(profile, install_tools=install_tools, workers=setting) as bench_rig:
-            for name in cases or CASES:
-                rows += CASES[name](bench_rig)
+    with rig(profile, install_tools=install_tools, workers=workers) as bench_rig:
+        for name in cases or CASES:
+            rows += CASES[name](bench_rig)
     return rows

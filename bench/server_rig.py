@@ -1,9 +1,15 @@
 """The server bench's rig: real servers and their anchors for one run, and shared helpers.
 
-``rig`` starts what the server cases need (a strict and a balanced server, the naive and the
-floor anchors in both durabilities, nginx when installed) and ``Rig.loads`` runs HTTP loads
-interleaved, noting the CPU time each process under load spent per request. The helpers
+``rig`` starts what the server cases need (a strict and a balanced server for each
+``SERVICE_WORKERS`` setting, the naive and the floor anchors in both durabilities, nginx when
+installed) and ``Rig.loads`` runs HTTP loads interleaved, noting the CPU time each process
+under load spent per request and, for our servers, how many requests each serving process
+answered (its own count in the multiprocess metrics files: ``shared_metrics``). The helpers
 (starting servers, PUT from a file, GET drained) are shared by the other sections.
+
+CPU placement of the load generator: by default wrk runs where the scheduler puts it, on the
+same 2 cores as the server ("shared cores"); a load run with ``cpus`` set runs wrk under
+``taskset -c`` ("pinned": wrk stays on that core; the servers may still use both).
 
 Thread-safety: a script; one thread (servers start and stop on a small pool).
 """
@@ -12,23 +18,41 @@ from __future__ import annotations
 
 import os
 import statistics
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bench import KIB, MIB, Profile, Row, interleave, make_data_file, missing_row, scratch_dir
+from bench import (
+    KIB,
+    MIB,
+    Profile,
+    Row,
+    compare,
+    interleave,
+    make_data_file,
+    missing_row,
+    scratch_dir,
+)
 from bench.anchors import FloorServer, NaiveServer, Nginx, cpu_seconds, ensure_tools
 from bench.loadgen import HttpConnection, LoadResult, LoadSpec, basic_auth, run_load
+from service.procs.shared_metrics import requests_per_process
 from tests.serverproc import ServerProcess, free_port
 
 BUCKET = "bench"
 SMALL_BYTES = 4 * KIB
 RANGE_BYTES = 64 * KIB
 WORKER_SETTINGS: tuple[str | None, ...] = (None, "1")
-"""``SERVICE_WORKERS`` of each run: unset (the server's default), then one process."""
+"""``SERVICE_WORKERS`` of the servers under test: unset (the server's default), and one."""
+PINNED_CPUS = "1"
+"""``taskset -c`` list of the load generator in the "pinned" rows."""
+RSS_LIMIT_MIB = 150
+RSS_PER_EXTRA_PROCESS_MIB = 40
+"""Issue 13's memory target: peak RSS of all processes together during 1 GiB transfers below
+150 MiB plus 40 MiB per process beyond the first."""
 BENCH_ENV = {"SERVICE_MAX_UPLOADS_PER_USER": "256", "SERVICE_MAX_CONCURRENT_UPLOADS": "256"}
 """Upload slots for 64 connections of one user (the defaults would refuse most of them)."""
 
@@ -48,9 +72,10 @@ def start_servers(
 
     They start (and, when ``stack`` closes, stop) in parallel: a start-up costs seconds of
     imports and a graceful stop writes a snapshot, and the smoke test has a time budget.
-    ``workers``: ``SERVICE_WORKERS`` (None: unset, the server's default).
+    ``workers``: ``SERVICE_WORKERS`` (None: the server's default, one process per CPU; said
+    explicitly, since ``ServerProcess`` otherwise runs one process as the tests want).
     """
-    extra = {} if workers is None else {"SERVICE_WORKERS": workers}
+    extra = {"SERVICE_WORKERS": workers or str(default_processes())}
     servers = [
         ServerProcess(
             data_dir=Path(directory) / "data",
@@ -64,6 +89,11 @@ def start_servers(
     return servers
 
 
+def default_processes() -> int:
+    """What ``SERVICE_WORKERS`` unset means on this machine: the CPU count."""
+    return os.cpu_count() or 1
+
+
 def start_server(
     stack: ExitStack, directory: str, durability: str, workers: str | None = None
 ) -> ServerProcess:
@@ -73,6 +103,13 @@ def start_server(
 
 def _start(server: ServerProcess) -> None:
     server.start()
+    # /health answers once the writer serves; the supervisor forks the workers after it and
+    # then prints its listening line (a single process prints it as it starts serving).
+    deadline = time.monotonic() + 60
+    while "service listening on" not in server.logs():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the serving processes did not start:\n{server.logs()}")
+        time.sleep(0.1)
     with server.client() as client:
         client.post("/buckets", json={"name": BUCKET}).raise_for_status()
 
@@ -116,6 +153,39 @@ def download(port: int, path: str, headers: dict[str, str], expected: int) -> fl
 
 
 @dataclass
+class Setting:
+    """The servers under test of one ``SERVICE_WORKERS`` setting (None: unset)."""
+
+    workers: str | None
+    strict: ServerProcess
+    balanced: ServerProcess
+    idle: MemorySampler | None = None
+    """The strict server's processes' memory right after start (one sample)."""
+    busy: MemorySampler | None = None
+    """The same, sampled during the 1 GiB PUTs and GETs (``big_put``, ``big_get``)."""
+    big_stored: bool = False
+
+    @property
+    def name(self) -> str:
+        """Short name in notes and case keys: ``default(2)`` or ``workers=1``."""
+        if self.workers is None:
+            return f"default({default_processes()})"
+        return f"workers={self.workers}"
+
+    def label(self, text: str, cpus: str | None = None) -> str:
+        """A row's measurement, marked with ``SERVICE_WORKERS`` when it is set and with the
+        load generator's CPU placement when pinned."""
+        if self.workers is not None:
+            text = f"{text}, SERVICE_WORKERS={self.workers}"
+        return text if cpus is None else f"{text}, load pinned to CPU {cpus}"
+
+
+Load = tuple[LoadSpec, int, str | None]
+"""A load, the pid whose process tree serves it, and that server's metrics directory (None:
+an anchor, which counts nothing per process)."""
+
+
+@dataclass
 class Rig:
     """Everything the cases share: servers, anchors and the data files, for one run."""
 
@@ -124,41 +194,48 @@ class Rig:
     www: str
     """Served by nginx and the strict naive server: ``big.bin`` and ``small.bin``."""
     big_fd: int
-    strict: ServerProcess
-    balanced: ServerProcess
+    settings: list[Setting]
     naive_strict: NaiveServer
     naive_balanced: NaiveServer
     floor_strict: FloorServer
     floor_balanced: FloorServer
     nginx: Nginx | None
     missing: dict[str, str]
-    workers: str | None = None
-    big_stored: bool = False
     big_puts: int = 0
 
-    def label(self, text: str) -> str:
-        """A row's measurement, marked with the run's ``SERVICE_WORKERS`` when it is set."""
-        return text if self.workers is None else f"{text}, SERVICE_WORKERS={self.workers}"
+    @property
+    def pinned(self) -> str | None:
+        """The CPU list of the pinned rows, or None where the profile runs none (smoke)."""
+        return None if self.profile.name == "smoke" else PINNED_CPUS
 
     def loads(
         self,
-        loads: dict[str, tuple[LoadSpec, int]],
+        loads: dict[str, Load],
         extra: dict[str, Callable[[], float]] | None = None,
+        cpus: str | None = None,
     ) -> dict[str, list[Measured]]:
-        """Run each ``(spec, pid of the process under load)``, interleaved and repeated.
+        """Run each load, interleaved and repeated, wrk under ``taskset -c cpus`` if given.
 
         ``extra`` cases (anchors that are not HTTP loads) take their turn in each round.
         """
         collected: dict[str, list[Measured]] = {name: [] for name in loads}
 
         def case(name: str) -> Callable[[], float]:
-            spec, pid = loads[name]
+            spec, pid, metrics_dir = loads[name]
+            spec = replace(spec, cpus=cpus)
 
             def measure() -> float:
+                counted = requests_per_process(metrics_dir) if metrics_dir else {}
                 before = cpu_seconds(pid)
                 result = run_load(spec, self.profile.load_tool)
                 used = cpu_seconds(pid) - before
-                collected[name].append(Measured(result, used / max(1, result.requests) * 1e6))
+                split = {}
+                if metrics_dir:
+                    after = requests_per_process(metrics_dir)
+                    split = {each: after[each] - counted.get(each, 0) for each in after}
+                    split = {each: count for each, count in split.items() if count}
+                cpu = used / max(1, result.requests) * 1e6
+                collected[name].append(Measured(result, cpu, split))
                 return result.requests_per_second
 
             return measure
@@ -174,6 +251,8 @@ class Measured:
 
     result: LoadResult
     cpu_us_per_request: float
+    split: dict[int, int] = field(default_factory=dict)
+    """Requests each serving process answered during the load (our multi-process servers)."""
 
 
 def rates(runs: list[Measured]) -> list[float]:
@@ -182,6 +261,11 @@ def rates(runs: list[Measured]) -> list[float]:
         (run.result.requests - run.result.errors) / run.result.seconds if run.result.seconds else 0
         for run in runs
     ]
+
+
+def rates_of(runs: dict[str, list[Measured]], name: str) -> list[float] | None:
+    """``rates`` of the load ``name``, None if it did not run (nginx not installed)."""
+    return rates(runs[name]) if name in runs else None
 
 
 def cpu_per_request(runs: list[Measured]) -> list[float]:
@@ -195,12 +279,108 @@ def pid_of(server: ServerProcess | NaiveServer | Nginx) -> int:
     return process.pid
 
 
+def on_anchor(spec: LoadSpec, anchor: NaiveServer | Nginx, **changes: object) -> Load:
+    """The load aimed at an anchor (``changes``: its port, path)."""
+    return (replace(spec, **changes), pid_of(anchor), None)  # type: ignore[arg-type]
+
+
+def metrics_dir(server: ServerProcess) -> str:
+    """Where a multi-process server's processes keep their counts (``shared_metrics``)."""
+    return os.path.join(str(server.data_dir), "run", "metrics")
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (from /proc)."""
+    found = [pid]
+    for each in found:
+        try:
+            tasks = os.listdir(f"/proc/{each}/task")
+        except FileNotFoundError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{each}/task/{task}/children") as children:
+                    found += [int(child) for child in children.read().split()]
+            except FileNotFoundError:
+                continue
+    return found
+
+
+def tree_memory_mib(pid: int) -> tuple[float, float]:
+    """``(PSS, RSS)`` of ``pid`` and its descendants now, summed, in MiB. PSS counts a page
+    shared by n processes as 1/n in each, so its sum is the memory they use together; the
+    RSS sum counts such pages (the code and data a fork shares) once per process."""
+    pss = rss = 0
+    for each in process_tree(pid):
+        try:
+            with open(f"/proc/{each}/smaps_rollup") as rollup:
+                for line in rollup:
+                    if line.startswith("Pss:"):
+                        pss += int(line.split()[1])
+                    elif line.startswith("Rss:"):
+                        rss += int(line.split()[1])
+        except FileNotFoundError:
+            continue
+    return pss * KIB / MIB, rss * KIB / MIB
+
+
+class MemorySampler:
+    """Samples ``tree_memory_mib`` every ``SAMPLE_SECONDS`` on a thread while running (a
+    ``with`` block) and keeps the peaks; the sampler costs about 1 % of a core."""
+
+    SAMPLE_SECONDS = 0.1
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_pss = self.peak_rss = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sample(self) -> None:
+        pss, rss = tree_memory_mib(self.pid)
+        self.peak_pss, self.peak_rss = max(self.peak_pss, pss), max(self.peak_rss, rss)
+
+    def __enter__(self) -> MemorySampler:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.SAMPLE_SECONDS):
+            self.sample()
+
+
+def tree_peak_rss_mib(pid: int) -> float:
+    """The summed peak RSS (``VmHWM``) of ``pid`` and its descendants, in MiB: an upper bound
+    of their peak together (each one's peak may come at another moment, and pages a fork
+    shares count in each)."""
+    total_kib = 0
+    for each in process_tree(pid):
+        try:
+            with open(f"/proc/{each}/status") as status:
+                total_kib += next(
+                    int(line.split()[1]) for line in status if line.startswith("VmHWM:")
+                )
+        except (FileNotFoundError, StopIteration):
+            continue
+    return total_kib * KIB / MIB
+
+
 @contextmanager
 def rig(
-    profile: Profile, *, install_tools: bool = False, workers: str | None = None
+    profile: Profile,
+    *,
+    install_tools: bool = False,
+    workers: Sequence[str | None] = WORKER_SETTINGS,
 ) -> Iterator[Rig]:
-    """Start two servers (strict, balanced), two naive and two floor servers, and nginx
-    when installed."""
+    """Start a strict and a balanced server per ``workers`` setting, two naive and two floor
+    servers, and nginx when installed."""
     missing = ensure_tools(install=install_tools)
     with scratch_dir("server-") as scratch, ExitStack() as stack:
         www = os.path.join(scratch, "www")
@@ -222,38 +402,61 @@ def rig(
         floor_balanced = FloorServer(naive_balanced_root, free_port(), "balanced")
         for anchor in (naive_strict, naive_balanced, floor_strict, floor_balanced):
             stack.enter_context(anchor)
-        strict, balanced = start_servers(
-            stack,
-            (os.path.join(scratch, "strict"), "strict"),
-            (os.path.join(scratch, "balanced"), "balanced"),
-            workers=workers,
-        )
+        settings = []
+        for number, setting in enumerate(workers):
+            strict, balanced = start_servers(
+                stack,
+                (os.path.join(scratch, f"strict-{number}"), "strict"),
+                (os.path.join(scratch, f"balanced-{number}"), "balanced"),
+                workers=setting,
+            )
+            idle = MemorySampler(pid_of(strict))
+            idle.sample()
+            busy = MemorySampler(pid_of(strict))
+            settings.append(Setting(setting, strict, balanced, idle=idle, busy=busy))
         yield Rig(
             profile=profile,
             scratch=scratch,
             www=www,
             big_fd=big_fd,
-            strict=strict,
-            balanced=balanced,
+            settings=settings,
             naive_strict=naive_strict,
             naive_balanced=naive_balanced,
             floor_strict=floor_strict,
             floor_balanced=floor_balanced,
             nginx=nginx,
             missing=missing,
-            workers=workers,
         )
 
 
-def nginx_row(rig: Rig, make: Callable[[], Row], label: str) -> Row:
-    """The row against nginx, or a row saying nginx is not installed."""
-    if rig.nginx is None:
-        return missing_row(f"{label} vs nginx", rig.missing["nginx"])
-    return make()
+def nginx_row(
+    rig: Rig,
+    label: str,
+    values: list[float],
+    unit: str,
+    nginx_values: list[float] | None,
+    *,
+    anchor: str,
+    target: float,
+    notes: str = "",
+) -> Row:
+    """The row against nginx (``nginx_values``), or a row saying nginx is not installed."""
+    if rig.nginx is None or nginx_values is None:
+        return missing_row(f"{label} vs nginx", rig.missing.get("nginx", "nginx not run"))
+    return compare(
+        label,
+        values,
+        unit,
+        anchor=anchor,
+        anchor_values=nginx_values,
+        target=target,
+        notes=notes,
+    )
 
 
 def load_notes(measured: dict[str, list[Measured]]) -> str:
-    """Tool, each target's CPU time per request and p99, and any errors.
+    """Tool and placement, each target's CPU time per request, p99, its requests' split over
+    its serving processes (when several answered), and any errors.
 
     CPU µs/request is the steadiest figure on a shared machine: another engineer's tests
     steal cores (requests/s drops) but hardly change what one request costs.
@@ -265,12 +468,33 @@ def load_notes(measured: dict[str, list[Measured]]) -> str:
         p99 = statistics.median(run.result.p99_ms for run in runs)
         parts.append(
             f"{name} {cpu:,.0f} µs CPU/req, p99 {p99:.0f} ms"
+            + split_note(runs)
             + (f", {errors} ERRORS" if errors else "")
         )
-    tool = next(iter(measured.values()))[0].result.tool
-    return f"{tool}; " + "; ".join(parts)
+    first = next(iter(measured.values()))[0].result
+    return f"{first.tool}{'' if first.cpus is None else f' on CPU {first.cpus}'}; " + "; ".join(
+        parts
+    )
 
 
-def on_server(spec: LoadSpec, server: ServerProcess, path: str) -> LoadSpec:
+def split_note(runs: list[Measured]) -> str:
+    """``, split 51/49 %``: each serving process's share of the requests over all ``runs``,
+    largest first; empty for a single process."""
+    totals: dict[int, int] = {}
+    for run in runs:
+        for pid, count in run.split.items():
+            totals[pid] = totals.get(pid, 0) + count
+    answered = sum(totals.values())
+    if len(totals) < 2 or not answered:
+        return ""
+    shares = sorted((100 * count / answered for count in totals.values()), reverse=True)
+    return ", split " + "/".join(f"{share:.0f}" for share in shares) + " %"
+
+
+def on_server(spec: LoadSpec, server: ServerProcess, path: str) -> Load:
     """The same load aimed at our server: its port, the object's path, credentials."""
-    return replace(spec, port=server.port, path=path, headers=auth_headers(server))
+    return (
+        replace(spec, port=server.port, path=path, headers=auth_headers(server)),
+        pid_of(server),
+        metrics_dir(server),
+    )

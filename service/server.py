@@ -7,10 +7,12 @@ video job runner (it reruns unfinished jobs), serve. SIGTERM or SIGINT: stop acc
 in-flight requests finish (bounded), kill the video workers (their jobs rerun at the next
 start), stop the image render workers, write a final snapshot and close the journal.
 
-With ``SERVICE_WORKERS`` > 1, ``main`` becomes the supervisor of that many serving processes
-(``service.procs``) and ``serve`` runs in each with its role: the writer does all of the above
-and also listens for its workers' commits; a worker runs a ``WorkerEngine`` (the shared index,
-commits through the writer), forwards the writer-only routes and runs no background work.
+With ``SERVICE_WORKERS`` > 1, ``main`` holds the port (``startup.hold_port``) and becomes the
+supervisor of that many serving processes (``service.procs``); each opens its own listening
+socket on the port (``SO_REUSEPORT``) and ``serve`` runs in each with its role: the writer
+does all of the above and also listens for its workers' commits; a worker runs a
+``WorkerEngine`` (the shared index, commits through the writer), forwards the writer-only
+routes and runs no background work.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import tornado.httpserver
@@ -47,6 +50,7 @@ from service.procs import shared_metrics
 from service.procs.forward import WriterForwarder
 from service.procs.fresh_state import FreshStateDelegate
 from service.procs.notes import NotedPerformance
+from service.procs.process_table import REFRESH_SECONDS, ProcessPerformance
 from service.procs.supervisor import Role, forward_socket_path, supervise
 from service.procs.worker_engine import WorkerEngine
 from service.procs.writer_link import WriterLink
@@ -55,7 +59,14 @@ from service.procs.writer_service import (
     CommitService,
     clear_stale_readers,
 )
-from service.startup import StartupError, bind_listener, claim_data_dir
+from service.startup import (
+    StartupError,
+    bind_listener,
+    claim_data_dir,
+    hold_port,
+    listen_like,
+    reason,
+)
 from service.timefmt import now_ms
 from service.upkeep_metrics import UpkeepCollector
 
@@ -127,17 +138,20 @@ def make_http_server(
 
 async def serve(
     config: Config,
-    sockets: list[socket.socket],
+    sockets: list[socket.socket] | Callable[[], list[socket.socket]],
     fs: FileSystem,
     role: Role | None = None,
 ) -> None:
     """Run on the bound ``sockets`` until SIGTERM/SIGINT: the only process (``role`` None),
-    or one of several (``service.procs``: the writer, or a worker committing through it)."""
+    or one of several (``service.procs``: the writer, or a worker committing through it).
+    ``sockets`` may be a function that opens them, called once the process is ready to serve
+    (a worker, whose siblings take the connections until then)."""
     install_crash_hook(config.crash_point)
     worker = role is not None and not role.writer
     link = WriterLink(role.socket_path) if role is not None and worker else None
     engine = Engine(config, fs=fs) if link is None else WorkerEngine(config, link, fs=fs)
-    performance = PerformanceRecorder() if link is None else NotedPerformance(link)
+    table = ProcessPerformance(role.metrics_dir) if role is not None and link is None else None
+    performance = NotedPerformance(link) if link is not None else table or PerformanceRecorder()
     if role is not None and role.workers_running:
         engine.startup_gc_grace = config.gc_grace  # workers may be promoting payloads
     metrics = Metrics(
@@ -164,6 +178,8 @@ async def serve(
             commits = CommitService(engine, performance, role.socket_path)
             await commits.start()
             engine.add_background_job(STALE_READERS_SECONDS, lambda: clear_stale_readers(engine))
+            if table is not None:
+                engine.add_background_job(REFRESH_SECONDS, lambda: table.refresh(engine))
             internal = make_http_server(app, config, ctx, xheaders=True)
             internal.add_socket(bind_unix_socket(forward_socket_path(role.socket_path), 0o600))
             servers.append(internal)
@@ -173,7 +189,7 @@ async def serve(
         delegate = FreshStateDelegate(app, engine)
         servers[0] = make_http_server(delegate, config, ctx)
     server = servers[0]
-    server.add_sockets(sockets)
+    server.add_sockets(sockets() if callable(sockets) else sockets)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
     watchdog.start()
     stop = asyncio.Event()
@@ -246,14 +262,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"service: {exc}", file=sys.stderr)
         return 2
     fs = RealFileSystem()
+    processes = config.workers or os.cpu_count() or 1
     try:
-        sockets = bind_listener(config)
+        sockets = hold_port(config) if processes > 1 else bind_listener(config)
         lock = claim_data_dir(fs, config.data_dir)
     except StartupError as exc:
         print(f"service: cannot start: {exc}", file=sys.stderr)
         return 1
     try:
-        processes = config.workers or os.cpu_count() or 1
         if processes > 1:
             return supervise(config, sockets, processes, run_role)
         configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
@@ -263,8 +279,30 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run_role(config: Config, sockets: list[socket.socket], role: Role) -> None:
-    """The body of a forked serving process (``service.procs.supervisor``)."""
+def run_role(config: Config, held: list[socket.socket], role: Role) -> None:
+    """The body of a forked serving process (``service.procs.supervisor``): its own listening
+    sockets beside its siblings' (``SO_REUSEPORT``, ``service.startup``), then serve.
+
+    The first writer listens at once, so that connections queue while it replays the journal
+    (no other process listens yet); a worker, or a writer started again while workers serve,
+    listens only when it is ready, so the kernel keeps giving new connections to the others
+    meanwhile."""
     shared_metrics.enable(role.metrics_dir)
     configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
-    asyncio.run(serve(config, sockets, RealFileSystem(), role))
+
+    def listen() -> list[socket.socket]:
+        try:
+            sockets = listen_like(held)
+        except OSError as exc:
+            print(
+                f"service: process {os.getpid()} cannot listen on {config.host}:{config.port}: "
+                f"{reason(exc)}",
+                file=sys.stderr,
+            )
+            raise SystemExit(1) from None
+        for each in held:
+            each.close()  # the supervisor's; it keeps its own copy
+        return sockets
+
+    alone = role.writer and not role.workers_running
+    asyncio.run(serve(config, listen() if alone else listen, RealFileSystem(), role))

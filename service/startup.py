@@ -13,6 +13,15 @@ A start that cannot work must say so in one line and leave nothing behind, so th
 Each failure is a ``StartupError`` whose message is the one line ``python -m service``
 prints (after ``service: cannot start: ``), saying what and how to fix it.
 
+With several serving processes the port check is the same, but the supervisor then keeps the
+port with ``SO_REUSEPORT`` sockets that are bound and never listen (``hold_port``), and every
+serving process opens its own listening socket on the same address (``listen_like``): the
+kernel hashes incoming connections across the listening sockets of the group, so a burst of
+connections is spread over the processes instead of going to whichever woke first on one
+shared socket. A socket that is bound but not listening takes no connections, so the
+supervisor (which serves nothing) never gets any; it keeps the port from anyone else
+(binding without ``SO_REUSEPORT``, or as another user, fails) while its children come and go.
+
 Thread-safety: called once, before the event loop runs.
 """
 
@@ -72,6 +81,64 @@ def bind_listener(config: Config) -> list[socket.socket]:
                 "choose another port with --port / SERVICE_PORT"
             ) from None
         raise StartupError(f"cannot listen on {where}: {reason(exc)}") from None
+
+
+LISTEN_BACKLOG = 128
+"""Pending connections each serving process's listening socket queues (Tornado's default)."""
+
+
+def hold_port(config: Config) -> list[socket.socket]:
+    """Check the port as ``bind_listener`` does, then hold it for serving processes that each
+    listen on it (``listen_like``): ``SO_REUSEPORT`` sockets, bound to the same addresses,
+    never listening. The check binds without ``SO_REUSEPORT``, so it also fails when another
+    server of ours (whose sockets have it) already listens there."""
+    probes = bind_listener(config)
+    addresses = [(probe.family, probe.getsockname()) for probe in probes]
+    for probe in probes:
+        probe.close()
+    held: list[socket.socket] = []
+    try:
+        for family, address in addresses:
+            held.append(_reuseport_socket(family, address))
+    except OSError as exc:  # taken in the instant between the check and the hold
+        for sock in held:
+            sock.close()
+        raise StartupError(
+            f"cannot listen on {config.host}:{config.port}: {reason(exc)}; stop what uses it "
+            "or choose another port with --port / SERVICE_PORT"
+        ) from None
+    return held
+
+
+def listen_like(held: list[socket.socket]) -> list[socket.socket]:
+    """This serving process's own listening sockets, on the addresses the supervisor holds
+    (``OSError`` if the kernel refuses)."""
+    sockets: list[socket.socket] = []
+    try:
+        for each in held:
+            sock = _reuseport_socket(each.family, each.getsockname())
+            sock.setblocking(False)
+            sock.listen(LISTEN_BACKLOG)
+            sockets.append(sock)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def _reuseport_socket(family: int, address: tuple[object, ...]) -> socket.socket:
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def claim_data_dir(fs: FileSystem, data_dir: str) -> FileLock:

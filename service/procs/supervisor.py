@@ -1,11 +1,14 @@
 """The parent of the serving processes: fork, watch, restart, drain.
 
-``python -m service`` with ``SERVICE_WORKERS`` > 1 binds the port and takes the data dir's lock
-(``service.startup``), then becomes this supervisor, which never serves a request itself:
+``python -m service`` with ``SERVICE_WORKERS`` > 1 checks and holds the port (bound
+``SO_REUSEPORT`` sockets that never listen) and takes the data dir's lock (``service.startup``),
+then becomes this supervisor, which never serves a request itself:
 
 1. it forks the writer (the one process with the journal and the index writes) and waits
    until the writer says it is ready (replay done, the commit socket listening);
-2. it forks the workers; every process inherited the listening socket and accepts on it;
+2. it forks the workers; every process opens its own listening socket on the held addresses
+   (``SO_REUSEPORT``: the kernel spreads new connections across them), so a process forked
+   again after a death listens again, and one that stops takes only its own queue with it;
 3. a worker that dies is forked again; the writer dying is a crash: a new writer replays the
    journal (workers keep serving reads meanwhile; their commits get 503 and Retry-After);
 4. SIGTERM or SIGINT: the workers are told first and drain (their in-flight uploads still
