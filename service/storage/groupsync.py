@@ -47,6 +47,8 @@ class GroupSync:
         self._failures = 0
         self._error: BaseException | None = None
         self._running: asyncio.Future[None] | None = None
+        self._job: asyncio.Future[None] | None = None
+        """The running sync's task, held (the loop keeps only weak references to tasks)."""
         self.syncs = 0
         """Syncs run in all (tests read it to see that callers shared them)."""
 
@@ -76,14 +78,13 @@ class GroupSync:
         loop = asyncio.get_running_loop()
         finished: asyncio.Future[None] = loop.create_future()
         self._running = finished
-        job = asyncio.ensure_future(self._run_blocking(self._run))
+        job = self._job = asyncio.ensure_future(self._run_blocking(self._run))
 
         def record(outcome: asyncio.Future[None]) -> None:
+            self._running = self._job = None
             if outcome.cancelled():  # the loop is closing: nobody waits any more
-                self._running = None
                 finished.cancel()
                 return
-            self._running = None
             self.syncs += 1
             error = outcome.exception()
             if error is None:
