@@ -1,5 +1,6 @@
 """Strict small PUTs through the real engine on the real disk: they share ``syncfs`` calls
-instead of fsyncing each file, and a failed sync acknowledges none of the PUTs it covered.
+instead of fsyncing each file, and a failed sync acknowledges none of the PUTs it covered;
+the balanced checkpoint's ``syncfs``, and its way back to fsyncs after a failure.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from service.api_errors import ApiError
 from service.config import Config
 from service.engine import Engine
 from service.objects import PutIntent
+from service.storage import PayloadIntegrity, PayloadStore
 from tests.storage.conftest import RecordingFileSystem
 
 if RealFileSystem().open_syncfs("/") is None:
@@ -135,3 +137,22 @@ def test_a_failed_sync_answers_every_put_it_covered_and_acknowledges_none(
         await engine.stop()
 
     asyncio.run(main())
+
+
+def test_a_balanced_checkpoint_syncs_once_and_after_a_failure_fsyncs_each_payload(
+    tmp_path: Path,
+) -> None:
+    fs = SyncRecordingFileSystem(fail={1})
+    store = PayloadStore(str(tmp_path), fs=fs, durability="balanced")
+    assert store.fs_sync is fs.handle is not None
+    integrity = PayloadIntegrity(fs, store.layout, store.fs_sync)
+    ids = [store.next_payload_id() for _ in range(3)]
+    for payload_id in ids:
+        store.store_small(b"body", payload_id)
+    fs.events.clear()
+    with pytest.raises(OSError):
+        integrity.sync_payloads(ids)  # the one syncfs fails: nothing is known durable
+    assert fs.handle.calls == 1
+    integrity.sync_payloads(ids)  # the retry fsyncs each payload and its directories
+    assert fs.handle.calls == 1
+    assert ("fsync_dir", store.layout.payload_dir(ids[0])) in fs.events
