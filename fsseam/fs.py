@@ -17,7 +17,9 @@ import ctypes
 import errno
 import fcntl
 import os
+import re
 import stat as stat_module
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, cast
@@ -30,6 +32,21 @@ class FileStat:
     size: int
     mtime: float
     is_dir: bool
+
+
+class FsSync(Protocol):
+    """A held handle on one file system (``FileSystem.open_syncfs``)."""
+
+    def sync(self) -> None:
+        """Make everything written to the file system so far durable (file data, inodes,
+        directory entries); raise ``OSError`` if any writeback since the handle was opened
+        (or since its last sync) failed. Errors are reported per handle (Linux ``errseq``),
+        so a handle opened before the writes it covers sees every error among them."""
+        ...
+
+    def close(self) -> None:
+        """Release the handle; idempotent."""
+        ...
 
 
 class WritableFile(Protocol):
@@ -140,6 +157,11 @@ class FileSystem(Protocol):
         For files written earlier without an fsync (balanced durability) that must be
         durable now; FileNotFoundError if the file is gone.
         """
+        ...
+
+    def open_syncfs(self, path: str) -> FsSync | None:
+        """A handle that syncs the whole file system holding ``path`` (``syncfs(2)``), or
+        None where the OS cannot report writeback errors through it (not Linux >= 5.8)."""
         ...
 
     def copy_range(self, source: ReadableFile, target: WritableFile, count: int) -> int:
@@ -261,6 +283,39 @@ def _load_sync_file_range() -> Callable[[int, int, int, int], int] | None:
 _sync_file_range = _load_sync_file_range()
 
 
+def _load_syncfs() -> Callable[[int], None] | None:
+    """``syncfs(2)`` as a call that raises ``OSError``, or None where it cannot be trusted.
+
+    Python's ``os`` has it on some builds; else the C library's. Before Linux 5.8 syncfs
+    returned 0 even when writeback failed, so an older kernel gets None (and the callers
+    fsync each file instead)."""
+    system = os.uname()
+    version = re.match(r"(\d+)\.(\d+)", system.release)
+    if system.sysname != "Linux" or version is None:
+        return None
+    if (int(version[1]), int(version[2])) < (5, 8):
+        return None
+    native = getattr(os, "syncfs", None)
+    if native is not None:
+        return cast(Callable[[int], None], native)
+    try:
+        function = ctypes.CDLL(None, use_errno=True).syncfs
+    except (AttributeError, OSError):
+        return None
+    function.argtypes = [ctypes.c_int]
+    function.restype = ctypes.c_int
+
+    def syncfs(fd: int) -> None:
+        if function(fd) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+
+    return syncfs
+
+
+_syncfs = _load_syncfs()
+
+
 class _RealWritableFile:
     __slots__ = ("_fd", "_path")
 
@@ -346,6 +401,26 @@ class _RealReadableFile:
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             os.close(fd)
+
+
+class _RealFsSync:
+    """A descriptor on a directory of the file system; closed by ``close`` or, at the
+    latest, when the handle is garbage (a store a test dropped without stopping)."""
+
+    __slots__ = ("__weakref__", "_close", "_fd", "_syncfs")
+
+    def __init__(self, fd: int, syncfs: Callable[[int], None]) -> None:
+        self._fd = fd
+        self._syncfs = syncfs
+        self._close = weakref.finalize(self, os.close, fd)
+
+    def sync(self) -> None:
+        if not self._close.alive:
+            raise ValueError("the file-system handle is closed")
+        self._syncfs(self._fd)
+
+    def close(self) -> None:
+        self._close()
 
 
 # copy_file_range is refused across file systems and by some (overlayfs, old kernels).
@@ -437,6 +512,12 @@ class RealFileSystem:
             os.fsync(fd)  # Linux flushes a file's dirty pages through any descriptor
         finally:
             os.close(fd)
+
+    def open_syncfs(self, path: str) -> FsSync | None:
+        syncfs = _syncfs
+        if syncfs is None:
+            return None
+        return _RealFsSync(os.open(path, self._READ_FLAGS | getattr(os, "O_DIRECTORY", 0)), syncfs)
 
     def copy_range(self, source: ReadableFile, target: WritableFile, count: int) -> int:
         source_fd = source.fileno()

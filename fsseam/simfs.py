@@ -5,7 +5,9 @@ directory, what is only cached and what is durable:
 
 - file data becomes durable with ``fsync`` on a handle of that file;
 - directory entries (creations, renames, unlinks, mkdir, rmdir) become durable with
-  ``fsync_dir`` on their directory.
+  ``fsync_dir`` on their directory;
+- everything (every file and every directory) becomes durable with ``sync`` on the handle
+  ``open_syncfs`` returns, as ``syncfs(2)`` does.
 
 Every operation is counted (and, with ``trace=True``, logged). A ``Fault`` makes operation
 number ``at`` (or the first later one of the named kinds) either crash, meaning it is not
@@ -64,7 +66,7 @@ from fsseam.simfs_faults import (
     fault_for_error,
     operation_names,
 )
-from fsseam.simfs_handles import SimReadableFile, SimWritableFile
+from fsseam.simfs_handles import SimFsSync, SimReadableFile, SimWritableFile
 from fsseam.simfs_tree import (
     CRASH_MODES,
     Change,
@@ -73,6 +75,7 @@ from fsseam.simfs_tree import (
     SimFile,
     apply_change,
     crash_tree,
+    sync_tree,
 )
 
 __all__ = [
@@ -395,6 +398,21 @@ class SimFileSystem:
             directory = self._dir(path)
             directory.durable = dict(directory.entries)
             directory.pending.clear()
+            if late is not None:
+                raise late
+
+    def open_syncfs(self, path: str) -> SimFsSync:
+        """A ``syncfs`` handle (opening it is not counted): each ``sync`` is one counted
+        ``syncfs`` operation that makes every file and directory durable at once; a failed
+        one changes nothing, a ``performed`` failure makes all durable and still fails."""
+        with self._lock:
+            self._dir(path)
+        return SimFsSync(lambda: self._syncfs(path))
+
+    def _syncfs(self, path: str) -> None:
+        with self._lock:
+            late = self.count("syncfs", path)
+            sync_tree(self._root)
             if late is not None:
                 raise late
 

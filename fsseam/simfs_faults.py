@@ -36,12 +36,13 @@ OPERATIONS = frozenset(
         "stat",
         "exists",
         "fsync_dir",
+        "syncfs",
         "copy_range",
         "disk_usage",
     }
 )
 """The counted operation names (handle ``close``, ``seek``, ``tell`` and ``size`` are free)."""
-_PERFORMABLE = frozenset({"fsync", "fsync_dir"})
+_PERFORMABLE = frozenset({"fsync", "fsync_dir", "syncfs"})
 
 
 class SimulatedCrash(Exception):
@@ -55,7 +56,7 @@ class Fault:
     ``operations`` limits the fault to those operation names (see ``OPERATIONS``); ``paths``
     to operations whose path starts with one of the prefixes. A ``persistent`` failure keeps
     firing on every later matching operation; a crash is always permanent. A ``performed``
-    failure (only for ``fsync`` and ``fsync_dir``) makes the operation durable first.
+    failure (only for ``fsync``, ``fsync_dir`` and ``syncfs``) makes the operation durable first.
     """
 
     at: int
@@ -69,7 +70,7 @@ class Fault:
         if self.performed and (
             self.kind == "crash" or self.operations is None or not self.operations <= _PERFORMABLE
         ):
-            raise ValueError("only fsync and fsync_dir failures can be performed")
+            raise ValueError("only fsync, fsync_dir and syncfs failures can be performed")
 
     def matches(self, index: int, operation: str, path: str) -> bool:
         return (

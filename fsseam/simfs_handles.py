@@ -10,6 +10,7 @@ Thread-safety: a handle takes its file system's lock for every counted step.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Protocol
 
 from fsseam.simfs_tree import Change, SimFile
@@ -124,3 +125,14 @@ class SimReadableFile(_SimHandle):
 
     def fileno(self) -> int | None:
         return None
+
+
+
+class SimFsSync:
+    """What ``SimFileSystem.open_syncfs`` returns: ``sync`` is a counted ``syncfs``."""
+
+    def __init__(self, sync: Callable[[], None]) -> None:
+        self.sync = sync
+
+    def close(self) -> None:
+        """Nothing is held."""

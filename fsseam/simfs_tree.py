@@ -61,6 +61,25 @@ def apply_change(content: bytearray, change: Change) -> None:
     content[position:end] = data
 
 
+def sync_tree(root: SimDir) -> None:
+    """Make every file's changes and every directory's entries under ``root`` durable
+    (``syncfs``)."""
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        directory.durable = dict(directory.entries)
+        directory.pending.clear()
+        for node in directory.entries.values():
+            if isinstance(node, SimDir):
+                stack.append(node)
+            elif node.pending:
+                content = bytearray(node.durable)
+                for change in node.pending:
+                    apply_change(content, change)
+                node.durable = bytes(content)
+                node.pending.clear()
+
+
 def crash_tree(root: SimDir, mode: CrashMode, seed: int) -> tuple[SimDir, int]:
     """The tree that survives a power loss now, and the bytes its files use."""
     if mode not in CRASH_MODES:

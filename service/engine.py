@@ -61,6 +61,7 @@ from service.index.protocol import IndexFactory, PersistentIndex
 from service.key_usage import KeyUsage
 from service.meta import MetaState, Outcome, events, freeze, iter_snapshot
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
+from service.storage.groupsync import GroupSync
 
 log = logging.getLogger("service.engine")
 
@@ -98,7 +99,12 @@ class Engine:
             durability=config.durability,
             clock=clock,
         )
-        self.integrity = PayloadIntegrity(self.fs, self.store.layout)
+        strict, fs_sync = config.durability == "strict", self.store.fs_sync
+        self.payload_sync = (
+            GroupSync(fs_sync, self.run_blocking) if strict and fs_sync is not None else None
+        )
+        """Strict small PUTs' shared file-system sync (``service.storage.groupsync``)."""
+        self.integrity = PayloadIntegrity(self.fs, self.store.layout, None if strict else fs_sync)
         self.payload_cache = PayloadCache(config.small_object_cache_bytes)
         """Bodies of small payloads for GET (event-loop thread; see ``storage.cache``)."""
         self.quarantined: set[str] = set()
@@ -268,6 +274,8 @@ class Engine:
                 # The final snapshot fsynced every payload it covers: the next start is clean.
                 await self.run_blocking(self.integrity.clear_unsynced_mark)
         self.executor.shutdown(wait=True)
+        if self.store.fs_sync is not None:
+            self.store.fs_sync.close()
 
     async def _every(self, interval: float, job: Callable[[], Awaitable[Any]]) -> None:
         while True:

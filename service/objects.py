@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import secrets
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from fsseam.fs import ReadableFile, pread, pread_cached
 from service.api_errors import ApiError
 from service.buckets import outcome_error, require_bucket
 from service.engine import Engine
 from service.header_fields import content_type_problem, validate_custom_metadata
-from service.meta import ObjectVersion, events
+from service.meta import Bucket, ObjectVersion, events
 from service.names import key_problem
 from service.storage import DigestMismatch, PayloadStore, StagedPayload, StagingUpload
+from service.storage.entropy import random_hex
 from service.timefmt import now_ms
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
@@ -62,7 +63,7 @@ class PutTimings:
 
 def new_version_token() -> str:
     """A version id: sortable by time (ms prefix), unique by a random suffix."""
-    return f"{now_ms():013x}{secrets.token_hex(6)}"
+    return f"{now_ms():013x}{random_hex(6)}"
 
 
 def require_key(key: str) -> None:
@@ -114,24 +115,28 @@ async def promote_staged(engine: Engine, staged: StagedPayload) -> str:
     return payload_id
 
 
-def quota_room(engine: Engine, bucket: str, key: str) -> int | None:
-    """How many body bytes a PUT of ``key`` may still add, or None without a quota."""
-    record = require_bucket(engine, bucket)
+def quota_room(engine: Engine, record: Bucket, current: ObjectVersion | None) -> int | None:
+    """How many body bytes a PUT may still add to bucket ``record`` (None without a quota),
+    given the key's current version."""
     if record.quota_bytes is None:
         return None
-    used = engine.state.bucket_usage(bucket).size_bytes
+    used = engine.state.bucket_usage(record.name).size_bytes
     replaced = 0
-    if not record.versioning_enabled:
-        current = engine.state.head_object(bucket, key, None)
-        if current is not None and current.version_id is None and not current.is_delete_marker:
-            replaced = current.size
+    if (
+        not record.versioning_enabled
+        and current is not None
+        and current.version_id is None
+        and not current.is_delete_marker
+    ):
+        replaced = current.size
     return max(0, record.quota_bytes - used + replaced)
 
 
-def precheck_put(engine: Engine, intent: PutIntent) -> None:
-    """Refuse a PUT before its body is read, when the answer is already known."""
+def precheck_put(engine: Engine, intent: PutIntent) -> int | None:
+    """Refuse a PUT before its body is read, when the answer is already known; return the
+    bytes its body may add (``quota_room``), the bucket and the key looked up once."""
     engine.ensure_writable()
-    require_bucket(engine, intent.bucket)
+    record = require_bucket(engine, intent.bucket)
     require_key(intent.key)
     validate_metadata(intent.custom_metadata)
     validate_content_type(intent.content_type)
@@ -143,9 +148,10 @@ def precheck_put(engine: Engine, intent: PutIntent) -> None:
         not visible or current is None or current.sha256 != intent.if_match
     ):
         raise ApiError("PreconditionFailed", "the current ETag does not match If-Match")
-    room = quota_room(engine, intent.bucket, intent.key)
+    room = quota_room(engine, record, current)
     if room is not None and intent.content_length is not None and intent.content_length > room:
         raise ApiError("QuotaExceeded", "the object would take the bucket past its quota")
+    return room
 
 
 async def store_object(
@@ -169,15 +175,31 @@ async def store_small_object(
 ) -> tuple[ObjectVersion, PutTimings]:
     """Store a whole small body as the key's new version: stage, hash, seal and promote in
     one executor hop (``PayloadStore.store_small``), then commit as ``store_object`` does.
-    ``timings.promote`` covers the whole hop."""
+
+    In strict mode, where the OS can (``engine.payload_sync``), the hop writes and renames
+    the file without syncing it and the PUT then waits for a ``syncfs`` shared with the
+    other small PUTs in flight (``service.storage.groupsync``); a failed sync answers every
+    PUT it covered with the contract's storage error and leaves their payloads to the GC.
+    ``timings.promote`` covers the hop and the shared sync."""
     timings = PutTimings()
     engine.ensure_writable()
     payload_id = engine.store.next_payload_id()
+    group = engine.payload_sync
     started = time.perf_counter()
     try:
-        staged = await engine.run_blocking(
-            engine.store.store_small, body, payload_id, intent.expected_sha256
-        )
+        if group is None:
+            staged = await engine.run_blocking(
+                engine.store.store_small, body, payload_id, intent.expected_sha256
+            )
+        else:
+            ticket = group.ticket()
+            staged = await engine.run_blocking(
+                partial(engine.store.store_small, synced=False),
+                body,
+                payload_id,
+                intent.expected_sha256,
+            )
+            await group.sync(ticket)
     except DigestMismatch:
         raise ApiError("BadDigest", "the body's SHA-256 does not match X-Checksum-Sha256") from None
     except OSError as exc:

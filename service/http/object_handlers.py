@@ -33,7 +33,6 @@ from service.objects import (
     PutIntent,
     delete_object,
     precheck_put,
-    quota_room,
     store_object,
     store_small_object,
 )
@@ -148,14 +147,14 @@ class ObjectHandler(StreamingBodyHandler):
             content_length=content_length,
         )
         self.authorize(Action.OBJECT_WRITE, bucket=self.bucket_name)
-        precheck_put(ctx.engine, intent)
+        room = precheck_put(ctx.engine, intent)
         self.intent = intent
         small = (
             content_length is not None
             and content_length <= SMALL_PUT_BYTES
             and "Transfer-Encoding" not in headers
         )
-        await self.begin_body(quota_room(ctx.engine, self.bucket_name, self.key), buffered=small)
+        await self.begin_body(room, buffered=small)
 
     async def put(self, bucket: str, key: str) -> None:
         if not self.body_pending() or self.intent is None:

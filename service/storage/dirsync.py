@@ -20,10 +20,11 @@ Thread-safety: every method may be called from any thread (executor threads, con
 
 from __future__ import annotations
 
-import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from service.storage.entropy import random_hex
 
 GROUP_RUN = 64
 """Payload ids handed out under one fan-out prefix before a new random prefix is drawn."""
@@ -31,7 +32,8 @@ GROUP_RUN = 64
 
 class GroupedIds:
     """Payload ids (32 lowercase hex) whose first 4 characters (the leaf directory) stay
-    the same for ``run`` ids in a row, the other 112 bits fresh from the OS each time.
+    the same for ``run`` ids in a row, the other 112 bits fresh from the OS each time
+    (``service.storage.entropy``).
 
     Prefixes are drawn at random, so the 65,536 leaf directories still fill evenly.
     """
@@ -47,11 +49,11 @@ class GroupedIds:
     def next(self) -> str:
         with self._lock:
             if self._left == 0:
-                self._prefix = secrets.token_hex(2)
+                self._prefix = random_hex(2)
                 self._left = self._run
             self._left -= 1
             prefix = self._prefix
-        return prefix + secrets.token_hex(14)
+        return prefix + random_hex(14)
 
 
 @dataclass

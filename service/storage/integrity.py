@@ -20,6 +20,10 @@ keep that from ever serving wrong bytes:
    still refuses to serve those bytes; reads of a quarantined payload answer an integrity
    error instead. The GC drops quarantine entries once nothing references them.
 
+"Fsynced" in rules 1 and 3: where the OS has a trustworthy ``syncfs(2)``, one sync of the
+data's file system stands in for the fsync of each payload and directory (a checkpoint
+under load names thousands of payloads; see ``docs/durability.md``).
+
 Every file operation goes through the ``fsseam.fs.FileSystem`` seam. Methods block: call
 them from executor threads. Thread-safety: no state of its own besides immutable paths;
 concurrent calls touch different files.
@@ -32,7 +36,7 @@ import os
 from collections.abc import Iterable
 
 from fsseam import crashpoints
-from fsseam.fs import FileSystem
+from fsseam.fs import FileSystem, FsSync
 from service.storage import layout
 from service.storage.layout import Layout
 
@@ -43,9 +47,12 @@ INTEGRITY_CRASH_POINTS = ("storage.quarantined",)
 class PayloadIntegrity:
     """The marker, payload syncs and the quarantine of one data root."""
 
-    def __init__(self, fs: FileSystem, paths: Layout) -> None:
+    def __init__(self, fs: FileSystem, paths: Layout, fs_sync: FsSync | None = None) -> None:
+        """``fs_sync``: a handle on the data's file system (``FileSystem.open_syncfs``),
+        which ``sync_payloads`` then uses instead of an fsync per payload."""
         self._fs = fs
         self._layout = paths
+        self._fs_sync = fs_sync
 
     # -- the unclean-shutdown marker -----------------------------------------------------
 
@@ -91,20 +98,27 @@ class PayloadIntegrity:
 
     # -- syncing -------------------------------------------------------------------------
 
-    def sync_payloads(self, payload_ids: Iterable[str]) -> int:
-        """Fsync each payload still present and every directory above it; return how many.
-
-        Payloads released meanwhile are skipped.
-        """
+    def sync_payloads(self, payload_ids: Iterable[str]) -> None:
+        """Fsync each payload still present and every directory above it (released ones
+        are skipped), or, with a file-system handle, sync the whole file system once: one
+        flush instead of one per payload written in the last few seconds."""
+        if self._fs_sync is not None:
+            try:
+                self._fs_sync.sync()
+                return
+            except OSError:
+                # The error was reported once, to this handle, and may have dropped pages
+                # of any file: never trust a later syncfs with them. An fsync of each file
+                # checks that file's own error state, so the caller's retry goes that way.
+                self._fs_sync = None
+                raise
         directories: dict[str, None] = {}
-        synced = 0
         for payload_id in payload_ids:
             try:
                 # Written without an fsync (balanced); a snapshot is about to rely on it.
                 self._fs.fsync_file(self._layout.payload_path(payload_id))
             except FileNotFoundError:
                 continue
-            synced += 1
             first, leaf = self._layout.fan_out_dirs(payload_id)
             directories[leaf] = None
             directories[first] = None
@@ -113,7 +127,6 @@ class PayloadIntegrity:
             directories[self._layout.root] = None
         for directory in directories:
             self._fs.fsync_dir(directory)  # the file's name, and each directory's own name
-        return synced
 
     # -- the quarantine ------------------------------------------------------------------
 

@@ -21,8 +21,9 @@ there are.
 from __future__ import annotations
 
 import os
-import secrets
 from dataclasses import dataclass
+
+from service.storage.entropy import random_hex
 
 STAGING_DIR = "staging"
 ASSEMBLY_DIR = "assembly"
@@ -37,7 +38,7 @@ _HEX_DIGITS = frozenset("0123456789abcdef")
 
 def new_payload_id() -> str:
     """A fresh payload id: 32 lowercase hex characters from the OS's random source."""
-    return secrets.token_hex(PAYLOAD_ID_LENGTH // 2)
+    return random_hex(PAYLOAD_ID_LENGTH // 2)
 
 
 def is_valid_payload_id(value: str) -> bool:
@@ -60,7 +61,7 @@ def is_fan_out_name(value: str) -> bool:
 
 def new_staging_name() -> str:
     """A fresh, unguessable staging file name; it says nothing about the object."""
-    return secrets.token_hex(16) + STAGING_SUFFIX
+    return random_hex(16) + STAGING_SUFFIX
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from fsseam import crashpoints
-from fsseam.fs import FileSystem, ReadableFile
+from fsseam.fs import FileSystem, FsSync, ReadableFile
 from service.config import Durability
 from service.storage import layout
 from service.storage.assembly import Assembly
@@ -42,6 +42,7 @@ STORAGE_CRASH_POINTS = (
     "put.after_data_fsync",
     "put.after_rename",
     "put.after_dir_fsync",
+    "put.after_group_sync",
     "multipart.mid_join",
     "multipart.assembly_appended",
     "multipart.assembly_rewound",
@@ -135,6 +136,11 @@ class PayloadStore:
         if self._strict:
             # A payload renamed into payloads/ must not vanish with the directory itself.
             fs.fsync_dir(root)
+        self.fs_sync: FsSync | None = fs.open_syncfs(root)
+        """Where the OS has a trustworthy ``syncfs``: a handle on the data's file system,
+        opened before any payload is written, that strict small PUTs share
+        (``service.storage.groupsync``) and balanced checkpoints use
+        (``service.storage.integrity``). Its owner closes it (``Engine.stop``)."""
         self.run_id = f"{os.getpid()}-{secrets.token_hex(4)}"
         """Names this store's assembly files: ``<pid>-<random>`` (``sweep_assemblies``)."""
         self.sweep_assemblies()
@@ -154,41 +160,50 @@ class PayloadStore:
 
     # -- writing ----------------------------------------------------------------------
 
-    def create_staging(self) -> StagingFile:
-        """A new, empty staging file for a PUT body."""
-        staging = self._new_staging(crash_points=True)
+    def create_staging(self, *, synced: bool = True) -> StagingFile:
+        """A new, empty staging file for a PUT body (``synced=False``: sealed without an
+        fsync even in strict mode, for a caller that syncs the file system afterwards)."""
+        staging = self._new_staging(crash_points=True, strict=self._strict and synced)
         crashpoints.hit("put.staging_created")
         return staging
 
-    def promote(self, staged: StagedPayload, payload_id: str) -> None:
+    def promote(self, staged: StagedPayload, payload_id: str, *, synced: bool = True) -> None:
         """Rename a sealed staging file into place as ``payload_id``.
 
         Readers see either no payload or the whole of it. In strict mode the directory
-        entry is durable on return, so the journal may reference the id.
+        entry is durable on return, so the journal may reference the id, unless ``synced``
+        is False: then the caller makes it durable (a shared ``syncfs``) before it commits.
         """
         target = self._layout.payload_path(payload_id)
         directory = self._ensure_payload_dir(payload_id)
         # Atomic: the payload appears whole, under a name no one references yet.
         self._fs.rename(staged.path, target)
         crashpoints.hit("put.after_rename")
-        if self._strict:
+        if self._strict and synced:
             # The rename must survive a crash before the journal records the id; one fsync
             # started after it serves every promote into the directory meanwhile.
             self.dir_sync.sync(directory)
         crashpoints.hit("put.after_dir_fsync")
 
     def store_small(
-        self, data: bytes, payload_id: str, expected_sha256: str | None = None
+        self,
+        data: bytes,
+        payload_id: str,
+        expected_sha256: str | None = None,
+        *,
+        synced: bool = True,
     ) -> StagedPayload:
         """A whole small body as payload ``payload_id``: stage, hash, seal and promote it in
         one call (one executor hop for a small PUT), through the same steps and crash points
         as a streamed body. Returns what was stored (its ``path`` is the staging name it had).
+        ``synced=False`` skips the strict fsyncs of the file and of its directory: the caller
+        syncs the file system (``fs_sync``, shared by a group) before it commits.
 
         Raises ``DigestMismatch`` (the staged body removed, nothing promoted) when the
         body's SHA-256 is not ``expected_sha256``. On an ``OSError`` nothing is left behind
         (staging file or payload) before the error propagates.
         """
-        staging = self.create_staging()
+        staging = self.create_staging(synced=synced)
         try:
             staging.write(data)
             staged = staging.finish()
@@ -200,7 +215,7 @@ class PayloadStore:
                 self.discard_staged(staged)
             raise DigestMismatch(staged.sha256)
         try:
-            self.promote(staged, payload_id)
+            self.promote(staged, payload_id, synced=synced)
         except OSError:
             with contextlib.suppress(OSError):
                 self.discard_staged(staged)
@@ -399,12 +414,12 @@ class PayloadStore:
 
     # -- internals --------------------------------------------------------------------
 
-    def _new_staging(self, *, crash_points: bool) -> StagingFile:
+    def _new_staging(self, *, crash_points: bool, strict: bool | None = None) -> StagingFile:
         file = self._fs.create(self._layout.new_staging_path())
         return StagingFile(
             self._fs,
             file,
-            strict=self._strict,
+            strict=self._strict if strict is None else strict,
             crash_points=crash_points,
             writeback_bytes=self._writeback_bytes,
         )

@@ -19,6 +19,7 @@ thread-safe (points are hit on executor threads).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import errno
@@ -39,7 +40,7 @@ from service.engine import Engine
 from service.index.opening import BOOT_ID_PATH
 from service.meta import ObjectVersion, PartInfo
 from service.objects import PutIntent
-from service.storage import StagedPayload, StagingUpload, layout
+from service.storage import StagedPayload, StagingUpload, entropy
 from tests.crash.model import Fate, Ledger
 from tests.crash.simindex import sim_index_factory
 
@@ -119,22 +120,30 @@ class SeededTokens:
         self._lock = threading.Lock()
 
     def token_hex(self, nbytes: int) -> str:
+        return self.take(nbytes).hex()
+
+    def take(self, nbytes: int) -> bytes:
+        """As ``service.storage.entropy``'s pool: the names of payloads, staging files and
+        versions."""
         with self._lock:
-            return self._random.randbytes(nbytes).hex()
+            return self._random.randbytes(nbytes)
 
 
 @contextlib.contextmanager
 def seeded_names(seed: str) -> Iterator[None]:
     tokens = SeededTokens(seed)
-    modules = (layout, objects, multipart)
+    modules = (multipart,)
     saved = [module.secrets for module in modules]
+    saved_pool = entropy._POOL
     for module in modules:
         module.secrets = tokens  # type: ignore[assignment]
+    entropy._POOL = tokens  # type: ignore[assignment]
     try:
         yield
     finally:
         for module, original in zip(modules, saved, strict=True):
             module.secrets = original
+        entropy._POOL = saved_pool
 
 
 # -- results ----------------------------------------------------------------------------
@@ -375,11 +384,41 @@ class SimMachine:
         except SimulatedCrash:
             return Result(0, code="crashed")
 
-    async def put(self, bucket: str, key: str, data: bytes, *, chunks: int = 3) -> Result:
-        result = await self._put(bucket, key, data, chunks)
+    async def put(
+        self, bucket: str, key: str, data: bytes, *, chunks: int = 3, small: bool = False
+    ) -> Result:
+        """PUT ``data``: streamed in ``chunks`` writes, or (``small``) whole, the way the
+        HTTP layer stores a body of at most ``SMALL_PUT_BYTES`` (in strict mode through
+        the shared file-system sync)."""
+        if small:
+            result = await self._put_small(bucket, key, data)
+        else:
+            result = await self._put(bucket, key, data, chunks)
         self.ledger.put(bucket, key, data, result.fate)
         await self.settle()
         return self._note(f"put {bucket}/{key}", result)
+
+    async def put_together(self, puts: list[tuple[str, str, bytes]]) -> list[Result]:
+        """Small PUTs in flight at once (they share file-system syncs in strict mode); each
+        answer is noted as it comes, so a 200 noted after a failure came after it."""
+
+        async def one(bucket: str, key: str, data: bytes) -> Result:
+            result = await self._put_small(bucket, key, data)
+            self.ledger.put(bucket, key, data, result.fate)
+            return self._note(f"put {bucket}/{key}", result)
+
+        results = await asyncio.gather(*(one(*put) for put in puts))
+        await self.settle()
+        return list(results)
+
+    async def _put_small(self, bucket: str, key: str, data: bytes) -> Result:
+        engine = self.running
+        intent = PutIntent(bucket=bucket, key=key, content_length=len(data))
+        try:
+            objects.precheck_put(engine, intent)
+        except ApiError as error:
+            return Result(error.status, code=error.code, headers=response_headers(error))
+        return await answer(objects.store_small_object(engine, intent, data))
 
     async def _put(self, bucket: str, key: str, data: bytes, chunks: int) -> Result:
         engine = self.running

@@ -47,6 +47,7 @@ FREQUENT: frozenset[str] = frozenset(
         "put.after_data_fsync",
         "put.after_rename",
         "put.after_dir_fsync",
+        "put.after_group_sync",
         "put.before_response",
         "journal.append.mid_write",
         "journal.append.after_write",
@@ -56,8 +57,9 @@ FREQUENT: frozenset[str] = frozenset(
 )
 """Points every PUT passes: armed at a random later hit so the kill lands mid-load."""
 
-STRICT_ONLY: frozenset[str] = frozenset({"journal.append.after_fsync"})
-"""Points a balanced server never passes (it does not fsync each batch)."""
+STRICT_ONLY: frozenset[str] = frozenset({"journal.append.after_fsync", "put.after_group_sync"})
+"""Points a balanced server never passes (it does not fsync each batch, nor share a syncfs
+between small PUTs)."""
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,21 @@ async def put_new(machine: SimMachine, context: dict[str, Any]) -> None:
     await machine.put("plain", "new", b"brand-new:" * 6)
 
 
+async def put_small(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.put("plain", "new", b"small-new:" * 6, small=True)
+
+
+async def put_small_group(machine: SimMachine, context: dict[str, Any]) -> None:
+    """Three small PUTs at once, one an overwrite: in strict mode they share syncs."""
+    await machine.put_together(
+        [
+            ("plain", "new", b"small-new:" * 6),
+            ("plain", "a", b"small-a:" * 5),
+            ("plain", "other", b"small-other:" * 4),
+        ]
+    )
+
+
 async def overwrite(machine: SimMachine, context: dict[str, Any]) -> None:
     await machine.put("plain", "a", b"a-two:" * 7)
 
@@ -216,6 +231,8 @@ KINDS: dict[str, Kind] = {
     kind.name: kind
     for kind in (
         Kind("put", base_setup, put_new),
+        Kind("put_small", base_setup, put_small),
+        Kind("put_small_group", base_setup, put_small_group),
         Kind("overwrite", base_setup, overwrite),
         Kind("delete", base_setup, delete),
         Kind("versioned_put", base_setup, versioned_put),
