@@ -75,6 +75,7 @@ OPERATIONS = frozenset(
         "read",
         "rename",
         "unlink",
+        "link",
         "mkdir",
         "rmdir",
         "listdir",
@@ -470,6 +471,15 @@ class SimFileSystem:
             parent, name = self._parent(path)
             self._link(parent, name, None)
 
+    def link(self, source: str, target: str) -> None:
+        with self._lock:
+            self._operation("link", target)
+            node = self._file(source)
+            parent, name = self._parent(target)
+            if name in parent.entries:
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target)
+            self._link(parent, name, node)
+
     def mkdir(self, path: str) -> None:
         with self._lock:
             self._operation("mkdir", path)
@@ -645,7 +655,7 @@ class _SimWritableFile:
             self._fs._operation("write", self._path)
             return self.put(bytes(data))
 
-    def write_at(self, offset: int, data: bytes) -> None:
+    def write_at(self, offset: int, data: bytes | bytearray | memoryview) -> None:
         with self._fs._lock:
             self._check()
             self._fs._operation("write", self._path)

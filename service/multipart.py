@@ -1,7 +1,10 @@
 """Resumable multipart uploads: sessions, parts, complete (join) and abort.
 
-Transport-free. Parts are ordinary payload files referenced by the session's records, so
-they survive restarts and the GC treats them like objects. As parts arrive, the contiguous
+Transport-free. A part of the session's recommended size (or a shorter last one) is written
+once, straight into its upload's file at its final offset (``service.multipart_direct``),
+and ``complete`` seals that file into the object. Other parts are ordinary payload files
+referenced by the session's records; either way they survive restarts. For an upload of
+such parts only, the contiguous
 prefix of them is assembled into one file with its SHA-256 state at every part boundary
 (``service.multipart_assembly``), so ``complete`` mostly appends the parts not assembled
 yet, finishes the hash and seals; without a usable assembly (after a restart, or a manifest
@@ -33,6 +36,7 @@ from service.header_fields import (
 )
 from service.meta import ObjectVersion, PartInfo, UploadSession, events
 from service.multipart_assembly import assemblies_of
+from service.multipart_direct import direct_parts_of
 from service.numbers import require_int
 from service.objects import (
     new_version_token,
@@ -41,6 +45,7 @@ from service.objects import (
     storage_failure,
 )
 from service.storage import StagedPayload
+from service.storage.direct import DirectStaged
 from service.timefmt import now_ms
 from service.wire import MAX_PART_NUMBER, MIN_PART_NUMBER, QUERY_PART_NUMBER
 
@@ -149,14 +154,22 @@ async def store_part(
     staged: StagedPayload,
     expected_sha256: str | None,
 ) -> PartInfo:
-    """Promote a staged part and register it (replacing a part of the same number)."""
+    """Promote a staged part and register it (replacing a part of the same number).
+
+    A part written in place (``DirectStaged``) is named already: nothing to promote or,
+    when refused, to remove (its region is no stored part's)."""
+    in_place = isinstance(staged, DirectStaged)
     if expected_sha256 is not None and expected_sha256 != staged.sha256:
-        await engine.run_blocking(engine.store.discard_staged, staged)
+        if not in_place:
+            await engine.run_blocking(engine.store.discard_staged, staged)
         raise ApiError("BadDigest", "the part's SHA-256 does not match X-Checksum-Sha256")
     ensure_not_completing(engine, session.upload_id)
     engine.ensure_writable()
-    payload_id = await promote_staged(engine, staged)
-    crashpoints.hit("multipart.part_promoted")
+    if isinstance(staged, DirectStaged):
+        payload_id = staged.payload_id
+    else:
+        payload_id = await promote_staged(engine, staged)
+        crashpoints.hit("multipart.part_promoted")
     outcome = await engine.commit(
         events.part_stored(
             upload_id=session.upload_id,
@@ -172,6 +185,7 @@ async def store_part(
     part = stored_parts(engine, session.upload_id).get(part_number)
     if part is None:
         raise ApiError("NoSuchUpload", "the upload closed while the part arrived")
+    await direct_parts_of(engine).part_stored(session)
     await assemblies_of(engine).part_stored(session.upload_id)
     return part
 
@@ -236,7 +250,9 @@ async def complete_upload(
     engine.uploads_completing.add(session.upload_id)
     try:
         try:
-            staged = await assemblies_of(engine).take(session.upload_id, parts)
+            staged = await direct_parts_of(engine).take(session, parts)
+            if staged is None:
+                staged = await assemblies_of(engine).take(session.upload_id, parts)
             if staged is None:
                 staged = await engine.run_blocking(engine.store.join, [p.payload_id for p in parts])
         except OSError as exc:
@@ -259,6 +275,7 @@ async def complete_upload(
     crashpoints.hit("multipart.after_complete_record")
     if not outcome.ok or not isinstance(outcome.value, ObjectVersion):
         raise outcome_error(outcome)
+    await direct_parts_of(engine).drop(session.upload_id)
     return outcome.value
 
 
@@ -272,6 +289,7 @@ async def abort_upload(engine: Engine, session: UploadSession, reason: str = "ab
     if not outcome.ok:
         raise outcome_error(outcome)
     await assemblies_of(engine).drop(session.upload_id)
+    await direct_parts_of(engine).drop(session.upload_id)
 
 
 async def reap_expired_uploads(engine: Engine) -> int:
@@ -286,4 +304,5 @@ async def reap_expired_uploads(engine: Engine) -> int:
         reaped += int(outcome.ok)
         if outcome.ok:
             await assemblies_of(engine).drop(session.upload_id)
+            await direct_parts_of(engine).drop(session.upload_id)
     return reaped
