@@ -54,18 +54,35 @@ DEFAULT_PART_SIZE = 8 * MIB
 MAX_PARTS_IN_MANIFEST = MAX_PART_NUMBER
 
 
-def recommended_part_size(declared_size: int | None) -> int:
-    """8 MiB, or larger (whole MiB) so that 10,000 parts cover ``declared_size``.
+MIN_DECLARED_PART_SIZE = MIB
+MAX_DECLARED_PART_SIZE = 5 * 1024 * MIB
+
+
+def recommended_part_size(declared_size: int | None, part_size: int | None = None) -> int:
+    """The client's declared ``part_size`` (else 8 MiB), or larger (whole MiB) so that
+    10,000 parts cover ``declared_size``. Parts of this size are written in place.
 
     >>> recommended_part_size(None) == 8 * MIB
     True
     >>> recommended_part_size(5 * 1024**4) // MIB
     525
+    >>> recommended_part_size(1024**3, 32 * MIB) // MIB
+    32
     """
+    base = DEFAULT_PART_SIZE if part_size is None else part_size
     if declared_size is None:
-        return DEFAULT_PART_SIZE
+        return base
     needed = math.ceil(declared_size / MAX_PART_NUMBER / MIB) * MIB
-    return max(DEFAULT_PART_SIZE, needed)
+    return max(base, needed)
+
+
+def optional_size(body: Mapping[str, Any], name: str, low: int, high: int) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ApiError("InvalidArgument", f"{name} must be an integer {low}..{high}")
+    return value
 
 
 def max_parallel_parts() -> int:
@@ -113,11 +130,8 @@ async def start_upload(engine: Engine, owner: str, body: Mapping[str, Any]) -> U
         else require_content_type(declared_type)
     )
     metadata = validate_custom_metadata(body.get("custom_metadata") or {})
-    declared = body.get("size_bytes")
-    if declared is not None and (
-        isinstance(declared, bool) or not isinstance(declared, int) or declared < 0
-    ):
-        raise ApiError("InvalidArgument", "size_bytes must be a non-negative integer")
+    declared = optional_size(body, "size_bytes", 0, 2**63 - 1)
+    part_size = optional_size(body, "part_size", MIN_DECLARED_PART_SIZE, MAX_DECLARED_PART_SIZE)
     upload_id = secrets.token_hex(16)
     at = now_ms()
     outcome = await engine.commit(
@@ -128,7 +142,7 @@ async def start_upload(engine: Engine, owner: str, body: Mapping[str, Any]) -> U
             owner=owner,
             content_type=content_type,
             custom_metadata=metadata,
-            recommended_part_size=recommended_part_size(declared),
+            recommended_part_size=recommended_part_size(declared, part_size),
             at=at,
             expires_at=at + int(engine.config.multipart_ttl * 1000),
         )

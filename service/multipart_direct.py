@@ -13,15 +13,17 @@ that file at ``complete``:
   stored in place from part 1 on, reading their regions back (page cache) off the event
   loop, with the hash state kept at every part boundary; a part replaced after it was
   hashed cuts the state back to the boundary before it. The request that stored the part
-  waits for this, so an upload's hashing runs in one order.
+  waits for this, so an upload's hashing runs in one order; a failure to read only stops
+  it (the part's answer is unaffected: ``complete`` reads what is left).
 - ``take``: at ``complete``, when the manifest is parts ``1..k``, each but the last of
   ``S`` bytes, each stored in place at its offset or in its own file (copied into place
   then), and no part stored in place lies past the object's end, the file is sealed into
   the object (``PayloadStore.seal_direct``); else None, and ``complete`` joins the parts.
   In-place writes still in flight are waited for first (a while; then the join, which
   reads only stored regions).
-- ``drop``: the file goes with its upload (completed, aborted, expired); files of uploads
-  found closed are removed on the next use (``sweep``), as after a crash.
+- ``drop``: the file goes with its upload (completed, aborted, expired), once the record
+  that closed the upload is durable (balanced: after a journal sync); files of uploads
+  found closed are removed on the next use (``sweep``) and by the GC, as after a crash.
 
 Only in a single serving process: with several (``SERVICE_WORKERS``), parts of one upload
 land on different processes whose claims this module cannot see, so they keep the old path.
@@ -40,6 +42,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from journal import JournalError
 from service.engine import Engine
 from service.meta import PartInfo, UploadSession
 from service.storage import StagedPayload
@@ -109,6 +112,9 @@ class DirectParts:
             return None
         if session.upload_id in engine.uploads_completing:
             return None
+        offset = (number - 1) * stride
+        if offset + length > engine.config.max_object_bytes:
+            return None  # no object can reach there: not worth a sparse file that far
         for part in engine.state.upload_parts(session.upload_id):
             if part.part_number == number and is_direct_id(part.payload_id):
                 return None
@@ -117,7 +123,7 @@ class DirectParts:
             return None
         upload.writing.add(number)
         upload.idle.clear()
-        return Claim(session.upload_id, number, (number - 1) * stride, length)
+        return Claim(session.upload_id, number, offset, length)
 
     def writer(self, claim: Claim) -> Callable[[], RegionWriter]:
         """What opens the claimed region (runs on the executor)."""
@@ -147,7 +153,11 @@ class DirectParts:
             if not self._open(upload_id):
                 return
             self._cut(upload_id, upload)
-            await self._advance(session, upload)
+            try:
+                await self._advance(session, upload)
+            except OSError as exc:
+                # The hash is a head start only: ``complete`` reads what is left.
+                log.warning("hashing parts of upload %s failed: %s", upload_id, exc)
 
     async def take(self, session: UploadSession, parts: Sequence[PartInfo]) -> StagedPayload | None:
         """The object of ``parts`` (the manifest, in order) made of the upload's file, or
@@ -270,6 +280,15 @@ class DirectParts:
         return SealPlan(copies, 0, hashlib.sha256(), end)
 
     async def _remove(self, upload_id: str) -> None:
+        engine = self._engine
+        if engine.config.durability != "strict" and engine.journal is not None:
+            # Balanced: the record that closed the upload may not be on disk yet; were the
+            # file gone and the record lost, the reopened upload's parts would be too.
+            try:
+                await engine.journal.sync()
+            except JournalError as exc:
+                log.warning("keeping the file of upload %s (journal sync: %s)", upload_id, exc)
+                return
         try:
             await self._engine.run_blocking(self._engine.store.remove_direct, upload_id)
         except OSError as exc:

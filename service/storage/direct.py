@@ -311,3 +311,26 @@ def seal(
     fs.link(path, staging_path)
     crashpoints.hit("multipart.direct_sealed")
     return StagedPayload(path=staging_path, size=plan.end, sha256=plan.digest.hexdigest())
+
+
+def sweep_closed(
+    fs: FileSystem, assembly_dir: str, open_uploads: set[str], now: float, grace: float
+) -> int:
+    """Remove the files of uploads not in ``open_uploads`` last written ``grace`` seconds
+    ago or more (a younger one may belong to an upload opened after the set was taken);
+    return how many. A file of a closed upload is left by a crash between the record that
+    closed it and the removal."""
+    removed = 0
+    for name in fs.listdir(assembly_dir):
+        upload_id = upload_of_direct_file(name)
+        if upload_id is None or upload_id in open_uploads:
+            continue
+        path = os.path.join(assembly_dir, name)
+        try:
+            if grace > 0 and now - fs.stat(path).mtime < grace:
+                continue
+            fs.unlink(path)
+        except FileNotFoundError:
+            continue
+        removed += 1
+    return removed

@@ -269,6 +269,11 @@ class PayloadStore:
             return False
         return True
 
+    def sweep_direct(self, open_uploads: set[str], grace: float) -> int:
+        """Remove the files of closed uploads (``direct.sweep_closed``); how many."""
+        assembly_dir = self._layout.assembly_dir
+        return direct.sweep_closed(self._fs, assembly_dir, open_uploads, self._clock(), grace)
+
     def direct_uploads(self) -> list[str]:
         """Uploads that have a file of direct parts."""
         names = self._fs.listdir(self._layout.assembly_dir)
