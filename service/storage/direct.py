@@ -37,7 +37,7 @@ import errno
 import hashlib
 import os
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from fsseam import crashpoints
@@ -227,23 +227,22 @@ def hash_region(fs: FileSystem, path: str, digest: hashlib._Hash, offset: int, s
         digest.update(window)
 
 
-def read_region(fs: FileSystem, path: str, offset: int, size: int) -> list[memoryview]:
-    """The bytes of a region in windows (a list, so the file is closed on return)."""
+def read_region(fs: FileSystem, path: str, offset: int, size: int) -> Iterator[memoryview]:
+    """The bytes of a region, one window at a time (each valid until the next is read): memory
+    stays at one window whatever the region's size."""
     source = fs.open_read(path)
-    windows: list[memoryview] = []
     try:
         source.seek(offset)
+        buffer = memoryview(bytearray(min(size, READ_WINDOW_BYTES)))
         left = size
         while left > 0:
-            buffer = memoryview(bytearray(min(left, READ_WINDOW_BYTES)))
-            count = source.readinto(buffer)
+            count = source.readinto(buffer[: min(left, len(buffer))])
             if count == 0:
                 raise OSError(errno.EIO, f"{path} ends {left} bytes early", path)
-            windows.append(buffer[:count])
+            yield buffer[:count]
             left -= count
     finally:
         source.close()
-    return windows
 
 
 def region_matches(fs: FileSystem, ref: DirectRef, path: str, sha256: str) -> bool:

@@ -289,8 +289,7 @@ class PayloadStore:
         located = direct.parse_direct_id(payload_id)
         if located is not None:
             upload_id, offset, size = located
-            windows = direct.read_region(self._fs, self.direct_file(upload_id), offset, size)
-            for window in windows:
+            for window in direct.read_region(self._fs, self.direct_file(upload_id), offset, size):
                 staging.write(window)
             return size
         path = self._layout.payload_path(payload_id)
