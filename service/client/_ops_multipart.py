@@ -47,8 +47,14 @@ __all__ = [
 ]
 
 
-SERVER_PART_SIZES = range(1024 * 1024, 5 * 1024**3 + 1)
-"""Part sizes a session may be opened for (smaller ones are for tests: not declared)."""
+MIN_DECLARED_PART_SIZE = 1024 * 1024
+MAX_DECLARED_PART_SIZE = 5 * 1024**3
+
+
+def _declarable(part_size: int | None) -> bool:
+    """Whether a session may be opened for parts of this size (smaller ones, as tests use,
+    are not declared)."""
+    return part_size is not None and MIN_DECLARED_PART_SIZE <= part_size <= MAX_DECLARED_PART_SIZE
 
 
 def _upload_path(upload_id: str) -> str:
@@ -208,7 +214,7 @@ def _upload(
             key,
             content_type=content_type,
             metadata=metadata,
-            part_size=part_size if part_size in SERVER_PART_SIZES else None,
+            part_size=part_size if _declarable(part_size) else None,
             size_bytes=opened.size,
         )
     else:
