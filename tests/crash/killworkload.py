@@ -33,6 +33,8 @@ REQUEST_TIMEOUT = 30.0
 MAX_VERSIONS = 4
 """A versioned key with more entries has its oldest known version deleted for good."""
 LARGE_SHARE = 0.03
+UNIFORM_PART = 1024 * 1024
+"""The part size some multipart uploads declare at init (the smallest the server takes)."""
 
 Entry = tuple[str, str | None]
 """One version as a worker knows it: (SHA-256 or MARKER, version id if known), oldest first."""
@@ -234,9 +236,17 @@ class Worker:
 
     def multipart(self, bucket: str, key: str) -> bool:
         """Init, 1-4 parts (one sometimes sent twice), then complete (all parts or a
-        subset), abort, or leave the session open for the checker to finish."""
+        subset), abort, or leave the session open for the checker to finish.
+
+        Three shapes, so every multipart path is killed in: small parts of declared length
+        (written in place at 8 MiB strides; complete joins them), parts sent chunked (their
+        own files, assembled as they arrive), and 1 MiB parts declared at init (written in
+        place; complete seals the upload's file, copying a re-sent part into place)."""
         kit = self.kit
-        reply = self.send("POST", "/multipart/init", json={"bucket": bucket, "key": key})
+        shape = self.rng.random()
+        chunked, uniform = shape < 0.3, 0.3 <= shape < 0.45
+        init = {"bucket": bucket, "key": key, **({"part_size": UNIFORM_PART} if uniform else {})}
+        reply = self.send("POST", "/multipart/init", json=init)
         fate = kit.outcome(reply, f"init {bucket}/{key}", 201)
         upload_id: str | None = reply.json()["upload_id"] if fate == Fate.ACKED else None
         with kit.lock:
@@ -253,9 +263,14 @@ class Worker:
             if self.stop.is_set():
                 return False
             size = 300_000 if self.rng.random() < 0.1 else self.rng.randint(1, 20_000)
+            if uniform and number < len(set(numbers)):
+                size = UNIFORM_PART
             data = self.body(size)
             reply = self.send(
-                "PUT", f"/multipart/{upload_id}/part", params={"partNumber": number}, content=data
+                "PUT",
+                f"/multipart/{upload_id}/part",
+                params={"partNumber": number},
+                content=in_chunks(data) if chunked else data,
             )
             what = f"part {number} of {upload_id}"
             fate = kit.outcome(reply, what, 200)
