@@ -241,10 +241,10 @@ class Worker:
         Three shapes, so every multipart path is killed in: small parts of declared length
         (written in place at 8 MiB strides; complete joins them), parts sent chunked (their
         own files, assembled as they arrive), and 1 MiB parts declared at init (written in
-        place; complete seals the upload's file, copying a re-sent part into place)."""
+        place; complete seals the upload's file, copying part 1, re-sent, into place)."""
         kit = self.kit
         shape = self.rng.random()
-        chunked, uniform = shape < 0.3, 0.3 <= shape < 0.45
+        chunked, uniform = shape < 0.3, 0.3 <= shape < 0.5
         init = {"bucket": bucket, "key": key, **({"part_size": UNIFORM_PART} if uniform else {})}
         reply = self.send("POST", "/multipart/init", json=init)
         fate = kit.outcome(reply, f"init {bucket}/{key}", 201)
@@ -257,8 +257,8 @@ class Worker:
             return False
         parts: dict[int, str] = {}
         numbers = list(range(1, self.rng.randint(1, 4) + 1))
-        if len(numbers) > 1 and self.rng.random() < 0.25:
-            numbers.append(self.rng.choice(numbers))
+        if len(numbers) > 1 and (uniform or self.rng.random() < 0.25):
+            numbers.append(1 if uniform else self.rng.choice(numbers))
         for number in numbers:
             if self.stop.is_set():
                 return False
