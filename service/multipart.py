@@ -76,12 +76,21 @@ def recommended_part_size(declared_size: int | None, part_size: int | None = Non
     return max(base, needed)
 
 
-def optional_size(body: Mapping[str, Any], name: str, low: int, high: int) -> int | None:
+def optional_size(
+    body: Mapping[str, Any], name: str, low: int, high: int | None = None
+) -> int | None:
+    """An optional integer field of an ``init`` body, ``low..high`` (400 otherwise)."""
     value = body.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ApiError("InvalidArgument", f"{name} must be an integer {low}..{high}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        bounds = "a non-negative integer" if high is None and low == 0 else f"{low}..{high}"
+        raise ApiError("InvalidArgument", f"{name} must be {bounds}")
     return value
 
 
@@ -130,7 +139,7 @@ async def start_upload(engine: Engine, owner: str, body: Mapping[str, Any]) -> U
         else require_content_type(declared_type)
     )
     metadata = validate_custom_metadata(body.get("custom_metadata") or {})
-    declared = optional_size(body, "size_bytes", 0, 2**63 - 1)
+    declared = optional_size(body, "size_bytes", 0)
     part_size = optional_size(body, "part_size", MIN_DECLARED_PART_SIZE, MAX_DECLARED_PART_SIZE)
     upload_id = secrets.token_hex(16)
     at = now_ms()
