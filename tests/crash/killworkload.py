@@ -256,7 +256,7 @@ class Worker:
         if upload_id is None:
             return False
         parts: dict[int, str] = {}
-        numbers = list(range(1, self.rng.randint(1, 4) + 1))
+        numbers = list(range(1, self.rng.randint(2 if uniform else 1, 4) + 1))
         if len(numbers) > 1 and (uniform or self.rng.random() < 0.25):
             numbers.append(1 if uniform else self.rng.choice(numbers))
         for number in numbers:
@@ -282,13 +282,13 @@ class Worker:
             if reply.json().get("etag") != sha256(data):
                 kit.problem(f"{what}: acknowledged with etag {reply.json().get('etag')}")
             parts[number] = sha256(data)
-        choice = self.rng.random()
+        choice = 1.0 if uniform else self.rng.random()  # uniform: complete all (the seal)
         if choice < 0.1:
             return True
         if choice < 0.3:
             return kit.abort(self.client_or_fail(), upload_id)
         chosen = sorted(parts.items())
-        if len(chosen) > 1 and self.rng.random() < 0.3:
+        if len(chosen) > 1 and not uniform and self.rng.random() < 0.3:
             chosen = sorted(self.rng.sample(chosen, self.rng.randint(1, len(chosen) - 1)))
         return kit.complete(self.client_or_fail(), upload_id, bucket, key, tuple(chosen))
 
