@@ -4,7 +4,9 @@ In one run against a strict server, each case interleaved with its anchor (A B A
 
 - ``svc cp`` of one big file (1 GiB in the full profile) beside ``curl -T`` of the same file
   (target >= 0.9x MiB/s). Twice: with the default (parallel multipart parts, resumable) and
-  with ``--multipart-threshold`` above the size (one streamed PUT, like curl's).
+  with ``--multipart-threshold`` above the size (one streamed PUT, like curl's). The
+  default again against a server with ``SERVICE_WORKERS=1``, where the server writes each
+  part once, in place (several serving processes keep the old path: docs/architecture.md).
 - ``svc cp -r`` of a tree of 4 KiB files (10,000 in the full profile) beside a plain
   sequential loop of ``ServiceClient`` ``bucket.put`` over the same files in this process
   (target >= 3x files/s). svc's figure includes its own start-up.
@@ -137,10 +139,16 @@ def curl_put(server: ServerProcess, path: str, key: str) -> float:
     return time.perf_counter() - started
 
 
-def big_copy(runner: Runner, profile: Profile, directory: str) -> list[Row]:
+def big_copy(
+    runner: Runner, profile: Profile, directory: str, marker: str = "", single_put: bool = True
+) -> list[Row]:
+    """``marker``: what sets this server apart, for the labels; ``single_put``: measure the
+    one-PUT variant too."""
     server = runner.server
     size = profile.big_bytes
-    data = make_data_file(os.path.join(directory, "big.bin"), size)
+    data = os.path.join(directory, "big.bin")
+    if not os.path.exists(data):
+        make_data_file(data, size)
     client = ServiceClient(server.connection_string)
     bucket = client.bucket(BUCKET)
     rounds = iter(range(1_000_000))
@@ -161,23 +169,29 @@ def big_copy(runner: Runner, profile: Profile, directory: str) -> list[Row]:
         return size / MIB / seconds
 
     single = ("--multipart-threshold", str(size + 1))
-    results = interleave(
-        {"multipart": svc, "single": lambda: svc(*single), "curl": curl}, profile.repeats
-    )
+    cases = {"multipart": svc, "single": lambda: svc(*single), "curl": curl}
+    if not single_put:
+        del cases["single"]
+    results = interleave(cases, profile.repeats)
     for key in written:
         bucket.delete(key)
     client.close()
     label = size_label(size)
-    return [
+    rows = [
         compare(
-            f"svc cp {label} (default: parallel multipart, resumable)",
+            f"svc cp {label} (default: parallel multipart, resumable){marker}",
             results["multipart"],
             "MiB/s",
             anchor=f"curl -T {label}",
             anchor_values=results["curl"],
             target=0.9,
-            notes="includes the server's complete (seals the assembled prefix, appends the rest)",
+            notes="includes the server's complete",
         ),
+    ]
+    if not single_put:
+        return rows
+    return [
+        *rows,
         compare(
             f"svc cp {label} --multipart-threshold above the size (one PUT)",
             results["single"],
@@ -330,6 +344,9 @@ def run(profile: Profile = FULL, cases: list[str] | None = None) -> list[Row]:
             rows += startup(runner, profile)
         if "big" in wanted:
             rows += big_copy(runner, profile, directory)
+            one = start_server(stack, os.path.join(directory, "server1"), "strict", "1")
+            runner_one = Runner(one, os.path.join(directory, "home1"))
+            rows += big_copy(runner_one, profile, directory, ", SERVICE_WORKERS=1", False)
         if "small" in wanted:
             rows += small_files(runner, profile, directory)
     return rows

@@ -59,7 +59,7 @@ class WritableFile(Protocol):
         """Write all of ``data`` (looping over short writes); return its length."""
         ...
 
-    def write_at(self, offset: int, data: bytes) -> None:
+    def write_at(self, offset: int, data: bytes | bytearray | memoryview) -> None:
         """Overwrite bytes at ``offset`` (within what was written) without moving the write
         position: a header whose fields are known only once the body is written."""
         ...
@@ -130,6 +130,11 @@ class FileSystem(Protocol):
         ...
 
     def unlink(self, path: str) -> None: ...
+
+    def link(self, source: str, target: str) -> None:
+        """Give the file ``source`` a second name ``target`` (a hard link; the target must
+        not exist): one file under two names until one is unlinked."""
+        ...
 
     def mkdir(self, path: str) -> None:
         """Create a directory and missing parents; no error if it exists."""
@@ -335,7 +340,7 @@ class _RealWritableFile:
             view = view[written:]
         return total
 
-    def write_at(self, offset: int, data: bytes) -> None:
+    def write_at(self, offset: int, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
         while view:
             written = os.pwrite(self._fd, view, offset)
@@ -475,6 +480,9 @@ class RealFileSystem:
 
     def unlink(self, path: str) -> None:
         os.unlink(path)
+
+    def link(self, source: str, target: str) -> None:
+        os.link(source, target)
 
     def mkdir(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)

@@ -345,6 +345,15 @@ class SimFileSystem:
             parent, name = self._parent(path)
             self._link(parent, name, None)
 
+    def link(self, source: str, target: str) -> None:
+        with self._lock:
+            self.count("link", target)
+            node = self._file(source)
+            parent, name = self._parent(target)
+            if name in parent.entries:
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target)
+            self._link(parent, name, node)
+
     def mkdir(self, path: str) -> None:
         with self._lock:
             self.count("mkdir", path)

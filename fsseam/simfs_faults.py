@@ -30,6 +30,7 @@ OPERATIONS = frozenset(
         "read",
         "rename",
         "unlink",
+        "link",
         "mkdir",
         "rmdir",
         "listdir",

@@ -58,7 +58,7 @@ class SimWritableFile(_SimHandle):
             self._fs.count("write", self._path)
             return self.put(bytes(data))
 
-    def write_at(self, offset: int, data: bytes) -> None:
+    def write_at(self, offset: int, data: bytes | bytearray | memoryview) -> None:
         with self._fs.lock:
             self._check()
             self._fs.count("write", self._path)

@@ -503,6 +503,7 @@ class Engine:
         if journal is None or self.read_only_reason is not None:
             return
         holder = self.state.payload_holder()
+        open_uploads = {session.upload_id for session in self.state.uploads()}
         try:
             if not self._strict:
                 try:
@@ -513,6 +514,9 @@ class Engine:
             gc = await self.run_blocking(self.store.collect_garbage, holder, grace)
         finally:
             holder.close()
+        # Files of multipart parts written in place whose upload closed before the sync
+        # (a crash between the closing record and the removal; ``storage.direct``).
+        await self.run_blocking(self.store.sweep_direct, open_uploads, grace)
         self._observe_gc("payload", gc.removed)
         await self._release_quarantine()
 

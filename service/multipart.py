@@ -1,7 +1,10 @@
 """Resumable multipart uploads: sessions, parts, complete (join) and abort.
 
-Transport-free. Parts are ordinary payload files referenced by the session's records, so
-they survive restarts and the GC treats them like objects. As parts arrive, the contiguous
+Transport-free. A part of the session's recommended size (or a shorter last one) is written
+once, straight into its upload's file at its final offset (``service.multipart_direct``),
+and ``complete`` seals that file into the object. Other parts are ordinary payload files
+referenced by the session's records; either way they survive restarts. For an upload of
+such parts only, the contiguous
 prefix of them is assembled into one file with its SHA-256 state at every part boundary
 (``service.multipart_assembly``), so ``complete`` mostly appends the parts not assembled
 yet, finishes the hash and seals; without a usable assembly (after a restart, or a manifest
@@ -33,6 +36,7 @@ from service.header_fields import (
 )
 from service.meta import ObjectVersion, PartInfo, UploadSession, events
 from service.multipart_assembly import assemblies_of
+from service.multipart_direct import direct_parts_of
 from service.numbers import require_int
 from service.objects import (
     new_version_token,
@@ -41,6 +45,7 @@ from service.objects import (
     storage_failure,
 )
 from service.storage import StagedPayload
+from service.storage.direct import DirectStaged
 from service.timefmt import now_ms
 from service.wire import MAX_PART_NUMBER, MIN_PART_NUMBER, QUERY_PART_NUMBER
 
@@ -49,18 +54,44 @@ DEFAULT_PART_SIZE = 8 * MIB
 MAX_PARTS_IN_MANIFEST = MAX_PART_NUMBER
 
 
-def recommended_part_size(declared_size: int | None) -> int:
-    """8 MiB, or larger (whole MiB) so that 10,000 parts cover ``declared_size``.
+MIN_DECLARED_PART_SIZE = MIB
+MAX_DECLARED_PART_SIZE = 5 * 1024 * MIB
+
+
+def recommended_part_size(declared_size: int | None, part_size: int | None = None) -> int:
+    """The client's declared ``part_size`` (else 8 MiB), or larger (whole MiB) so that
+    10,000 parts cover ``declared_size``. Parts of this size are written in place.
 
     >>> recommended_part_size(None) == 8 * MIB
     True
     >>> recommended_part_size(5 * 1024**4) // MIB
     525
+    >>> recommended_part_size(1024**3, 32 * MIB) // MIB
+    32
     """
+    base = DEFAULT_PART_SIZE if part_size is None else part_size
     if declared_size is None:
-        return DEFAULT_PART_SIZE
+        return base
     needed = math.ceil(declared_size / MAX_PART_NUMBER / MIB) * MIB
-    return max(DEFAULT_PART_SIZE, needed)
+    return max(base, needed)
+
+
+def optional_size(
+    body: Mapping[str, Any], name: str, low: int, high: int | None = None
+) -> int | None:
+    """An optional integer field of an ``init`` body, ``low..high`` (400 otherwise)."""
+    value = body.get(name)
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        bounds = "a non-negative integer" if high is None and low == 0 else f"{low}..{high}"
+        raise ApiError("InvalidArgument", f"{name} must be {bounds}")
+    return value
 
 
 def max_parallel_parts() -> int:
@@ -108,11 +139,8 @@ async def start_upload(engine: Engine, owner: str, body: Mapping[str, Any]) -> U
         else require_content_type(declared_type)
     )
     metadata = validate_custom_metadata(body.get("custom_metadata") or {})
-    declared = body.get("size_bytes")
-    if declared is not None and (
-        isinstance(declared, bool) or not isinstance(declared, int) or declared < 0
-    ):
-        raise ApiError("InvalidArgument", "size_bytes must be a non-negative integer")
+    declared = optional_size(body, "size_bytes", 0)
+    part_size = optional_size(body, "part_size", MIN_DECLARED_PART_SIZE, MAX_DECLARED_PART_SIZE)
     upload_id = secrets.token_hex(16)
     at = now_ms()
     outcome = await engine.commit(
@@ -123,7 +151,7 @@ async def start_upload(engine: Engine, owner: str, body: Mapping[str, Any]) -> U
             owner=owner,
             content_type=content_type,
             custom_metadata=metadata,
-            recommended_part_size=recommended_part_size(declared),
+            recommended_part_size=recommended_part_size(declared, part_size),
             at=at,
             expires_at=at + int(engine.config.multipart_ttl * 1000),
         )
@@ -149,14 +177,22 @@ async def store_part(
     staged: StagedPayload,
     expected_sha256: str | None,
 ) -> PartInfo:
-    """Promote a staged part and register it (replacing a part of the same number)."""
+    """Promote a staged part and register it (replacing a part of the same number).
+
+    A part written in place (``DirectStaged``) is named already: nothing to promote or,
+    when refused, to remove (its region is no stored part's)."""
+    in_place = isinstance(staged, DirectStaged)
     if expected_sha256 is not None and expected_sha256 != staged.sha256:
-        await engine.run_blocking(engine.store.discard_staged, staged)
+        if not in_place:
+            await engine.run_blocking(engine.store.discard_staged, staged)
         raise ApiError("BadDigest", "the part's SHA-256 does not match X-Checksum-Sha256")
     ensure_not_completing(engine, session.upload_id)
     engine.ensure_writable()
-    payload_id = await promote_staged(engine, staged)
-    crashpoints.hit("multipart.part_promoted")
+    if isinstance(staged, DirectStaged):
+        payload_id = staged.payload_id
+    else:
+        payload_id = await promote_staged(engine, staged)
+        crashpoints.hit("multipart.part_promoted")
     outcome = await engine.commit(
         events.part_stored(
             upload_id=session.upload_id,
@@ -172,6 +208,7 @@ async def store_part(
     part = stored_parts(engine, session.upload_id).get(part_number)
     if part is None:
         raise ApiError("NoSuchUpload", "the upload closed while the part arrived")
+    await direct_parts_of(engine).part_stored(session)
     await assemblies_of(engine).part_stored(session.upload_id)
     return part
 
@@ -236,7 +273,9 @@ async def complete_upload(
     engine.uploads_completing.add(session.upload_id)
     try:
         try:
-            staged = await assemblies_of(engine).take(session.upload_id, parts)
+            staged = await direct_parts_of(engine).take(session, parts)
+            if staged is None:
+                staged = await assemblies_of(engine).take(session.upload_id, parts)
             if staged is None:
                 staged = await engine.run_blocking(engine.store.join, [p.payload_id for p in parts])
         except OSError as exc:
@@ -259,6 +298,7 @@ async def complete_upload(
     crashpoints.hit("multipart.after_complete_record")
     if not outcome.ok or not isinstance(outcome.value, ObjectVersion):
         raise outcome_error(outcome)
+    await direct_parts_of(engine).drop(session.upload_id)
     return outcome.value
 
 
@@ -272,6 +312,7 @@ async def abort_upload(engine: Engine, session: UploadSession, reason: str = "ab
     if not outcome.ok:
         raise outcome_error(outcome)
     await assemblies_of(engine).drop(session.upload_id)
+    await direct_parts_of(engine).drop(session.upload_id)
 
 
 async def reap_expired_uploads(engine: Engine) -> int:
@@ -286,4 +327,5 @@ async def reap_expired_uploads(engine: Engine) -> int:
         reaped += int(outcome.ok)
         if outcome.ok:
             await assemblies_of(engine).drop(session.upload_id)
+            await direct_parts_of(engine).drop(session.upload_id)
     return reaped

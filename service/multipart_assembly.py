@@ -13,6 +13,9 @@ grow, cut, seal or drop it (the file work: ``service.storage.assembly``).
 - ``drop`` removes the assembly of an upload closed without it (aborted, expired, or
   completed by a join); uploads found closed are dropped on every use as well.
 
+An upload with parts written in place (``service.multipart_direct``) has no assembly: its
+file is the object already.
+
 An assembly is a cache: any failure to grow one (a full disk, a part removed meanwhile)
 only drops it, and the part's own answer is unaffected.
 
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 
 from service.engine import Engine
 from service.meta import PartInfo
+from service.multipart_direct import stored_in_place
 from service.storage import StagedPayload
 from service.storage.assembly import Assembly
 
@@ -64,6 +68,9 @@ class Assemblies:
         await self._drop_closed()
         engine = self._engine
         if upload_id in engine.uploads_completing or engine.state.get_upload(upload_id) is None:
+            return
+        if stored_in_place(engine.state.upload_parts(upload_id)):
+            await self.drop(upload_id)
             return
         tracked = self._tracked.get(upload_id)
         if tracked is None:

@@ -442,10 +442,14 @@ class AsyncBucketClient(Handle):
         *,
         content_type: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        part_size: int | None = None,
     ) -> AsyncMultipartUpload:
-        """Open a multipart upload session for ``key``."""
+        """Open a multipart upload session for ``key``; ``part_size``: the size the parts
+        will have (the session then recommends it, and the server writes such parts once)."""
         session = await self._run(
-            multipart.init(self.name, key, content_type=content_type, metadata=metadata)
+            multipart.init(
+                self.name, key, content_type=content_type, metadata=metadata, part_size=part_size
+            )
         )
         return AsyncMultipartUpload(self._driver, session)
 

@@ -47,6 +47,16 @@ __all__ = [
 ]
 
 
+MIN_DECLARED_PART_SIZE = 1024 * 1024
+MAX_DECLARED_PART_SIZE = 5 * 1024**3
+
+
+def _declarable(part_size: int | None) -> bool:
+    """Whether a session may be opened for parts of this size (smaller ones, as tests use,
+    are not declared)."""
+    return part_size is not None and MIN_DECLARED_PART_SIZE <= part_size <= MAX_DECLARED_PART_SIZE
+
+
 def _upload_path(upload_id: str) -> str:
     return api(f"/multipart/{encode_segment(upload_id)}")
 
@@ -57,12 +67,19 @@ def init(
     *,
     content_type: str | None = None,
     metadata: Mapping[str, str] | None = None,
+    part_size: int | None = None,
+    size_bytes: int | None = None,
 ) -> Flow[Session]:
+    """Open a session. ``part_size``: the size of the parts to come (the server writes
+    parts of that size in place, so the bytes cross its disk once); ``size_bytes``: the
+    object's size, when known (the recommendation then covers it in 10,000 parts)."""
     body = document(
         bucket=bucket,
         key=key,
         content_type=content_type,
         custom_metadata=dict(metadata) if metadata is not None else None,
+        part_size=part_size,
+        size_bytes=size_bytes,
     )
     reply = yield from request(Call("POST", api("/multipart/init"), json=body))
     return parse(Session.from_json, reply.json())
@@ -192,7 +209,14 @@ def _upload(
     part_retries: int | None,
 ) -> Flow[Object]:
     if upload_id is None:
-        session = yield from init(bucket, key, content_type=content_type, metadata=metadata)
+        session = yield from init(
+            bucket,
+            key,
+            content_type=content_type,
+            metadata=metadata,
+            part_size=part_size if _declarable(part_size) else None,
+            size_bytes=opened.size,
+        )
     else:
         session = yield from status(upload_id)
         if (session.bucket, session.key) != (bucket, key):

@@ -27,6 +27,7 @@ from service.multipart import (
     start_upload,
     store_part,
 )
+from service.multipart_direct import Claim, direct_parts_of
 from service.timefmt import now_ms, rfc3339_ms
 from service.wire import (
     HEADER_CHECKSUM_SHA256,
@@ -168,6 +169,8 @@ class MultipartPartHandler(StreamingBodyHandler):
     upload_session: UploadSession | None = None
     part_number = 0
     expected_sha256: str | None = None
+    claim: Claim | None = None
+    """Set while the body is written in place, into the upload's file."""
 
     async def prepare_request(self) -> None:
         await super().prepare_request()
@@ -180,16 +183,51 @@ class MultipartPartHandler(StreamingBodyHandler):
         self.expected_sha256 = parse_expected_sha256(
             self.request.headers.get(HEADER_CHECKSUM_SHA256)
         )
-        self.ctx.engine.ensure_writable()
+        engine = self.ctx.engine
+        engine.ensure_writable()
         self.upload_session = session
-        await self.begin_body(part_quota_room(self.ctx.engine, session))
+        room = part_quota_room(engine, session)
+        direct = direct_parts_of(engine)
+        self.claim = direct.claim(session, self.part_number, self.declared_length())
+        create = None if self.claim is None else direct.writer(self.claim)
+        try:
+            await self.begin_body(room, create=create)
+        except BaseException:
+            self.release_claim()
+            raise
+
+    def declared_length(self) -> int | None:
+        """The body's Content-Length (Tornado checked it is a number), None if chunked."""
+        raw = self.request.headers.get("Content-Length")
+        return int(raw) if raw is not None and raw.isdigit() else None
 
     async def put(self, upload_id: str) -> None:
         if not self.body_pending() or self.upload_session is None:
             return
-        staged, _, _ = await self.finish_body()
-        part = await store_part(
-            self.ctx.engine, self.upload_session, self.part_number, staged, self.expected_sha256
-        )
+        try:
+            staged, _, _ = await self.finish_body()
+            part = await store_part(
+                self.ctx.engine,
+                self.upload_session,
+                self.part_number,
+                staged,
+                self.expected_sha256,
+            )
+        finally:
+            self.release_claim()
         self.set_header("ETag", f'"{part.sha256}"')
         self.send_json(200, part_json(part))
+
+    async def discard_upload(self) -> None:
+        await super().discard_upload()
+        self.release_claim()  # only once nothing more can reach the region
+
+    def on_finish(self) -> None:
+        super().on_finish()
+        if self.upload is None:
+            self.release_claim()
+
+    def release_claim(self) -> None:
+        claim, self.claim = self.claim, None
+        if claim is not None:
+            direct_parts_of(self.ctx.engine).release(claim)

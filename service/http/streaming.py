@@ -14,6 +14,7 @@ Thread-safety: event-loop thread only.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import tornado.web
 
@@ -22,6 +23,7 @@ from service.http.base import BODYLESS_METHODS, ApiHandler
 from service.numbers import bounded_int
 from service.objects import storage_failure
 from service.storage import StagedPayload, StagingUpload
+from service.storage.pipeline import BodySink
 
 DRAIN_LIMIT_BYTES = 1024 * 1024
 """A refused request body up to this size is read and dropped before the error is sent."""
@@ -97,12 +99,19 @@ class StreamingBodyHandler(ApiHandler):
         if self.failure is not None and not self._finished:
             raise self.failure
 
-    async def begin_body(self, room: int | None, *, buffered: bool = False) -> None:
+    async def begin_body(
+        self,
+        room: int | None,
+        *,
+        buffered: bool = False,
+        create: Callable[[], BodySink] | None = None,
+    ) -> None:
         """Accept a body of up to ``room`` bytes (quota) and the server's object limit.
 
         ``buffered``: the body is small and of a declared length, so it is kept in memory
         and handed whole to one executor job (``take_buffered_body``) instead of being
         streamed into a staging file: a small PUT then costs one hop to a thread, not three.
+        ``create``: the sink to stream into instead of a new staging file.
         """
         self.room = room
         self.acquire_upload_slot()
@@ -113,7 +122,7 @@ class StreamingBodyHandler(ApiHandler):
             return
         engine = self.ctx.engine
         try:
-            self.upload = await StagingUpload.start(engine.store, engine.executor)
+            self.upload = await StagingUpload.start(engine.store, engine.executor, create=create)
         except OSError as exc:
             self.release_upload_slot()
             raise storage_failure(exc) from None

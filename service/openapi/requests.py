@@ -174,6 +174,9 @@ def request_schemas() -> dict[str, Any]:
                 "content_type": nullable(CONTENT_TYPE),
                 "custom_metadata": nullable(CUSTOM_METADATA),
                 "size_bytes": nullable({"type": "integer", "minimum": 0, "maximum": JSON_INT_MAX}),
+                "part_size": nullable(
+                    {"type": "integer", "minimum": 1024 * 1024, "maximum": 5 * 1024**3}
+                ),
             },
             ("bucket", "key"),
         ),

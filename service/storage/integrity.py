@@ -37,7 +37,7 @@ from collections.abc import Iterable
 
 from fsseam import crashpoints
 from fsseam.fs import FileSystem, FsSync
-from service.storage import layout
+from service.storage import direct, layout
 from service.storage.layout import Layout
 
 INTEGRITY_CRASH_POINTS = ("storage.quarantined",)
@@ -98,14 +98,17 @@ class PayloadIntegrity:
 
     # -- syncing -------------------------------------------------------------------------
 
-    def sync_payloads(self, payload_ids: Iterable[str]) -> None:
-        """Fsync each payload still present and every directory above it (released ones
-        are skipped), or, with a file-system handle, sync the whole file system once: one
-        flush instead of one per payload written in the last few seconds."""
+    def sync_payloads(self, payload_ids: Iterable[str]) -> int:
+        """Fsync each payload still present and every directory above it; return how many
+        (released ones are skipped). A direct part's id fsyncs its upload's file (once) and
+        the assembly directory. With a file-system handle, the whole file system is synced
+        once instead: one flush for every payload written in the last few seconds (the
+        count is then every id given)."""
         if self._fs_sync is not None:
+            given = sum(1 for _ in payload_ids)
             try:
                 self._fs_sync.sync()
-                return
+                return given
             except OSError:
                 # The error was reported once, to this handle, and may have dropped pages
                 # of any file: never trust a later syncfs with them. An fsync of each file
@@ -113,20 +116,35 @@ class PayloadIntegrity:
                 self._fs_sync = None
                 raise
         directories: dict[str, None] = {}
+        synced = 0
+        upload_files: dict[str, None] = {}
         for payload_id in payload_ids:
+            located = direct.parse_direct_id(payload_id)
+            if located is not None:
+                upload_files[direct.direct_path(self._layout.assembly_dir, located[0])] = None
+                continue
             try:
                 # Written without an fsync (balanced); a snapshot is about to rely on it.
                 self._fs.fsync_file(self._layout.payload_path(payload_id))
             except FileNotFoundError:
                 continue
+            synced += 1
             first, leaf = self._layout.fan_out_dirs(payload_id)
             directories[leaf] = None
             directories[first] = None
+        for path in upload_files:
+            try:
+                self._fs.fsync_file(path)
+            except FileNotFoundError:
+                continue
+            synced += 1
+            directories[self._layout.assembly_dir] = None
         if directories:
             directories[self._layout.payloads_dir] = None
             directories[self._layout.root] = None
         for directory in directories:
             self._fs.fsync_dir(directory)  # the file's name, and each directory's own name
+        return synced
 
     # -- the quarantine ------------------------------------------------------------------
 
@@ -134,12 +152,18 @@ class PayloadIntegrity:
         """Move a payload that failed verification aside, durably; it is never served.
 
         A payload whose file is gone altogether leaves an empty entry: the name alone
-        records the verdict.
+        records the verdict; so does a direct part (its bytes share their upload's file).
         """
         directory = self._layout.quarantine_dir
         if not self._fs.exists(directory):
             self._fs.mkdir(directory)
             self._fs.fsync_dir(self._layout.root)  # the quarantine's own entry
+        if direct.is_direct_id(payload_id):
+            with contextlib.suppress(FileExistsError):
+                self._fs.create(os.path.join(directory, payload_id)).close()
+            crashpoints.hit("storage.quarantined")
+            self._fs.fsync_dir(directory)
+            return
         source = self._layout.payload_path(payload_id)
         target = os.path.join(directory, payload_id)
         try:
@@ -163,6 +187,8 @@ class PayloadIntegrity:
         back beside its entry is moved again. Return how many were."""
         moved = 0
         for payload_id in payload_ids:
+            if direct.is_direct_id(payload_id):
+                continue  # nothing to move
             if self._fs.exists(self._layout.payload_path(payload_id)):
                 self.quarantine(payload_id)
                 moved += 1
@@ -174,13 +200,13 @@ class PayloadIntegrity:
             names = self._fs.listdir(self._layout.quarantine_dir)
         except FileNotFoundError:
             return set()
-        return {name for name in names if layout.is_valid_payload_id(name)}
+        return {name for name in names if _is_entry_name(name)}
 
     def release_quarantined(self, payload_ids: Iterable[str]) -> int:
         """Drop quarantine entries nothing references any more; return how many."""
         removed = 0
         for payload_id in payload_ids:
-            if not layout.is_valid_payload_id(payload_id):
+            if not _is_entry_name(payload_id):
                 raise ValueError(f"not a payload id: {payload_id!r}")
             try:
                 self._fs.unlink(os.path.join(self._layout.quarantine_dir, payload_id))
@@ -188,3 +214,8 @@ class PayloadIntegrity:
                 continue
             removed += 1
         return removed
+
+
+def _is_entry_name(name: str) -> bool:
+    """A payload id or a direct part id (both safe as file names)."""
+    return layout.is_valid_payload_id(name) or direct.is_direct_id(name)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from fsseam import crashpoints
 from fsseam.fs import FileSystem, FsSync, ReadableFile
 from service.config import Durability
-from service.storage import layout
+from service.storage import direct, layout
 from service.storage.assembly import Assembly
 from service.storage.dirsync import DirectorySync, GroupedIds
 from service.storage.layout import Layout
@@ -46,6 +46,9 @@ STORAGE_CRASH_POINTS = (
     "multipart.mid_join",
     "multipart.assembly_appended",
     "multipart.assembly_rewound",
+    "multipart.direct_written",
+    "multipart.direct_copied",
+    "multipart.direct_sealed",
     "gc.batch",
     "staging.sweep",
 )
@@ -130,6 +133,8 @@ class PayloadStore:
         self._ids = GroupedIds()
         self.dir_sync = DirectorySync(fs.fsync_dir)
         """Directory fsyncs of concurrent promotes, shared (``service.storage.dirsync``)."""
+        self.file_sync = DirectorySync(fs.fsync_file)
+        """File fsyncs of parts written together into one upload's file, shared alike."""
         fs.mkdir(self._layout.staging_dir)
         fs.mkdir(self._layout.payloads_dir)
         fs.mkdir(self._layout.assembly_dir)
@@ -236,12 +241,72 @@ class PayloadStore:
         )
         return Assembly(staging, self.append_payload)
 
+    # -- parts written in place (``service.storage.direct``) ------------------------------
+
+    def direct_file(self, upload_id: str) -> str:
+        return direct.direct_path(self._layout.assembly_dir, upload_id)
+
+    def open_direct_part(self, upload_id: str, offset: int, limit: int) -> direct.RegionWriter:
+        """A writer of at most ``limit`` bytes at ``offset`` of the upload's file, which is
+        created on first use (durably in strict mode: a restart must find it)."""
+        path = self.direct_file(upload_id)
+        created = not self._fs.exists(path)
+        file = self._fs.open_append(path)
+        if created and self._strict:
+            try:
+                self._fs.fsync_dir(self._layout.assembly_dir)
+            except OSError:
+                file.close()
+                raise
+        sync = self.file_sync.sync if self._strict else None
+        return direct.RegionWriter(file, upload_id, offset, limit, sync)
+
+    def seal_direct(self, upload_id: str, plan: direct.SealPlan) -> StagedPayload:
+        """The upload's file as a sealed staging body (``direct.seal``)."""
+        copies = [(self._layout.payload_path(p), offset) for p, offset in plan.copies]
+        return direct.seal(
+            self._fs,
+            self.direct_file(upload_id),
+            self._layout.new_staging_path(),
+            direct.SealPlan(copies, plan.hashed_end, plan.digest, plan.end),
+            strict=self._strict,
+        )
+
+    def hash_direct(self, upload_id: str, digest: hashlib._Hash, offset: int, size: int) -> None:
+        """Fold a region of the upload's file into ``digest`` (read back)."""
+        direct.hash_region(self._fs, self.direct_file(upload_id), digest, offset, size)
+
+    def remove_direct(self, upload_id: str) -> bool:
+        """Remove the upload's file (its upload is closed); whether there was one."""
+        try:
+            self._fs.unlink(self.direct_file(upload_id))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def sweep_direct(self, open_uploads: set[str], grace: float) -> int:
+        """Remove the files of closed uploads (``direct.sweep_closed``); how many."""
+        assembly_dir = self._layout.assembly_dir
+        return direct.sweep_closed(self._fs, assembly_dir, open_uploads, self._clock(), grace)
+
+    def direct_uploads(self) -> list[str]:
+        """Uploads that have a file of direct parts."""
+        names = self._fs.listdir(self._layout.assembly_dir)
+        return [u for u in map(direct.upload_of_direct_file, names) if u is not None]
+
     def append_payload(self, staging: StagingFile, payload_id: str) -> int:
         """Append a payload's bytes to ``staging``, hashed into it; return how many.
 
         The bytes are hashed on a helper thread while the kernel copies the same span
-        (``StagingFile.append_pipelined``); memory stays at ``JOIN_WINDOWS`` windows.
+        (``StagingFile.append_pipelined``); memory stays at ``JOIN_WINDOWS`` windows. A
+        direct part's region is read back window by window.
         """
+        located = direct.parse_direct_id(payload_id)
+        if located is not None:
+            upload_id, offset, size = located
+            for window in direct.read_region(self._fs, self.direct_file(upload_id), offset, size):
+                staging.write(window)
+            return size
         path = self._layout.payload_path(payload_id)
         pipeline = staging.hash_pipeline(
             [memoryview(bytearray(JOIN_BUFFER_BYTES)) for _ in range(JOIN_WINDOWS)]
@@ -269,6 +334,8 @@ class PayloadStore:
         removed = 0
         directory = self._layout.assembly_dir
         for name in self._fs.listdir(directory):
+            if direct.upload_of_direct_file(name) is not None:
+                continue  # parts of an open upload (removed with the upload)
             owner = name.split(".", 1)[0]
             pid_text, _, _ = owner.partition("-")
             if owner == self.run_id:
@@ -310,6 +377,12 @@ class PayloadStore:
 
     def verify(self, payload_id: str, size: int, sha256: str) -> bool:
         """Whether the payload exists with exactly this size and SHA-256 (reads it all)."""
+        located = direct.parse_direct_id(payload_id)
+        if located is not None:
+            upload_id, offset, region = located
+            ref = direct.DirectRef(upload_id, offset, region)
+            path = self.direct_file(upload_id)
+            return region == size and direct.region_matches(self._fs, ref, path, sha256)
         try:
             source = self._fs.open_read(self._layout.payload_path(payload_id))
         except FileNotFoundError:
@@ -338,8 +411,11 @@ class PayloadStore:
     # -- removing ---------------------------------------------------------------------
 
     def remove(self, payload_ids: Iterable[str]) -> int:
-        """Delete payload files; missing ones are fine. Return how many were deleted."""
-        return self._unlink_all([self._layout.payload_path(p) for p in payload_ids])
+        """Delete payload files; missing ones are fine. Return how many were deleted.
+
+        A direct part's id is skipped: its region goes with its upload's file."""
+        paths = [self._layout.payload_path(p) for p in payload_ids if not direct.is_direct_id(p)]
+        return self._unlink_all(paths)
 
     def discard_staged(self, staged: StagedPayload) -> None:
         """Delete a sealed staging file that will not be promoted (a failed checksum).
@@ -347,6 +423,8 @@ class PayloadStore:
         Harmless if it is gone already. No directory fsync: a removal lost in a crash
         leaves a staging file, which the sweep removes.
         """
+        if isinstance(staged, direct.DirectStaged):
+            return  # a region of its upload's file, not a file of its own
         if os.path.dirname(staged.path) not in (
             self._layout.staging_dir,
             self._layout.assembly_dir,

@@ -23,13 +23,23 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor
-from typing import TypeVar, TypeVarTuple
+from typing import Protocol, TypeVar, TypeVarTuple
 
 from service.storage.payloads import PayloadStore
-from service.storage.staging import StagedPayload, StagingFile
+from service.storage.staging import StagedPayload
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
+
+
+class BodySink(Protocol):
+    """Where a body goes: a ``StagingFile``, or a multipart part's region of its upload's
+    file (``service.storage.direct.RegionWriter``)."""
+
+    def write_batch(self, units: list[bytes]) -> None: ...
+    def finish(self) -> StagedPayload: ...
+    def discard(self) -> None: ...
+
 
 DEFAULT_MAX_IN_FLIGHT = 4
 DEFAULT_COALESCE_BYTES = 1024 * 1024
@@ -52,7 +62,7 @@ class StagingUpload:
 
     def __init__(
         self,
-        staging: StagingFile,
+        staging: BodySink,
         executor: Executor,
         loop: asyncio.AbstractEventLoop,
         *,
@@ -91,9 +101,11 @@ class StagingUpload:
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         coalesce_bytes: int = DEFAULT_COALESCE_BYTES,
+        create: Callable[[], BodySink] | None = None,
     ) -> StagingUpload:
-        """Create the staging file (off the loop) and return an upload writing to it."""
-        staging = await run_blocking(executor, store.create_staging)
+        """Create the staging file (off the loop) and return an upload writing to it;
+        ``create`` makes another sink instead (a multipart part written in place)."""
+        staging: BodySink = await run_blocking(executor, create or store.create_staging)
         return cls(
             staging,
             executor,

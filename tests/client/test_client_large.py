@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -113,7 +114,12 @@ def test_an_interrupted_upload_resumes_from_its_upload_id_skipping_stored_parts(
         assert 0 < len(stored) < 25
         obj = bucket.upload_multipart("big.bin", source, part_size=8 * MiB, upload_id=upload_id)
         assert obj.sha256_checksum == expected and obj.size_bytes == 200 * MiB
-    resumed_log = (server.data_dir.parent / f"{server.data_dir.name}-server-2.log").read_text()
+    log_path = server.data_dir.parent / f"{server.data_dir.name}-server-2.log"
+    resumed_log = log_path.read_text()
+    deadline = time.monotonic() + 10
+    while "/complete status=200" not in resumed_log and time.monotonic() < deadline:
+        time.sleep(0.1)  # the access log is written in batches: wait for the last ones
+        resumed_log = log_path.read_text()
     kept = sum(1 for part in stored if part.size_bytes == 8 * MiB)
     assert part_puts(resumed_log) == 25 - kept
 

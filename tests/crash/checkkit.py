@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from fsseam.simfs import SimFileSystem
 from journal import Journal, JournalOptions
 from service.engine import Engine
+from service.storage.direct import is_direct_id
 from tests.crash.enginekit import GC_GRACE, STAGING_TTL, SimMachine
 from tests.crash.indexkit import INDEX_FATES, index_fate, index_problems, journal_truth
 from tests.crash.model import MARKER, KeyState, UploadState
@@ -136,7 +137,14 @@ async def check_files_after_gc(machine: SimMachine, verdict: Verdict) -> None:
     result = await machine.collect_garbage()
     verdict.check(result.ok, f"GC failed: {result.status} {result.code}")
     on_disk = set(await engine.run_blocking(lambda: list(engine.store.list_payload_ids())))
-    referenced = engine.state.referenced_payloads() - engine.quarantined
+    held = engine.state.referenced_payloads() - engine.quarantined
+    referenced = {p for p in held if not is_direct_id(p)}
+    upload_files = set(await engine.run_blocking(engine.store.direct_uploads))
+    open_uploads = {session.upload_id for session in engine.state.uploads()}
+    verdict.check(
+        upload_files <= open_uploads,
+        f"files of closed uploads left: {sorted(upload_files - open_uploads)}",
+    )
     verdict.check(
         on_disk == referenced,
         f"payload files {sorted(on_disk - referenced)} unreferenced, "

@@ -39,8 +39,10 @@ from service.config import Config, Durability
 from service.engine import Engine
 from service.index.opening import BOOT_ID_PATH
 from service.meta import ObjectVersion, PartInfo
+from service.multipart_direct import direct_parts_of
 from service.objects import PutIntent
-from service.storage import StagedPayload, StagingUpload, entropy
+from service.storage import StagedPayload, StagingUpload, direct, entropy
+from service.storage.pipeline import BodySink
 from tests.crash.model import Fate, Ledger
 from tests.crash.simindex import sim_index_factory
 
@@ -62,6 +64,7 @@ def crash_config(durability: Durability, **overrides: Any) -> Config:
         "snapshot_every": 10**9,
         "journal_segment_bytes": 512,
         "multipart_ttl": 86400.0,
+        "workers": 1,  # one serving process: parts may be written in place
     }
     values.update(overrides)
     return Config(**values)
@@ -132,7 +135,7 @@ class SeededTokens:
 @contextlib.contextmanager
 def seeded_names(seed: str) -> Iterator[None]:
     tokens = SeededTokens(seed)
-    modules = (multipart,)
+    modules = (multipart, direct)
     saved = [module.secrets for module in modules]
     saved_pool = entropy._POOL
     for module in modules:
@@ -363,11 +366,16 @@ class SimMachine:
         await self.settle()
         return self._note(f"delete bucket {name}", result)
 
-    async def _stage(self, data: bytes, chunks: int) -> StagedPayload | Result:
-        """Stream ``data`` into a staging file in ``chunks`` writes, as a request body."""
+    async def _stage(
+        self, data: bytes, chunks: int, create: Callable[[], BodySink] | None = None
+    ) -> StagedPayload | Result:
+        """Stream ``data`` into a staging file (or ``create``'s sink) in ``chunks`` writes,
+        as a request body."""
         engine = self.running
         try:
-            upload = await StagingUpload.start(engine.store, engine.executor, coalesce_bytes=1)
+            upload = await StagingUpload.start(
+                engine.store, engine.executor, coalesce_bytes=1, create=create
+            )
         except OSError as exc:
             return storage_status(exc)
         except SimulatedCrash:
@@ -438,31 +446,48 @@ class SimMachine:
         await self.settle()
         return self._note(f"delete {bucket}/{key}", result)
 
-    async def start_upload(self, bucket: str, key: str) -> Result:
-        result = await answer(
-            multipart.start_upload(self.running, OWNER, {"bucket": bucket, "key": key})
-        )
+    async def start_upload(self, bucket: str, key: str, *, part_size: int | None = None) -> Result:
+        """``part_size``: the session's recommended part size (the stride of parts written
+        in place), instead of the server's 8 MiB."""
+        default = multipart.DEFAULT_PART_SIZE
+        multipart.DEFAULT_PART_SIZE = part_size or default
+        try:
+            result = await answer(
+                multipart.start_upload(self.running, OWNER, {"bucket": bucket, "key": key})
+            )
+        finally:
+            multipart.DEFAULT_PART_SIZE = default
         upload_id = result.value.upload_id if result.ok else None
         self.ledger.upload_started(upload_id, bucket, key, result.fate)
         return self._note(f"start upload {bucket}/{key}", result)
 
-    async def put_part(self, upload_id: str, number: int, data: bytes) -> Result:
-        result = await self._put_part(upload_id, number, data)
+    async def put_part(
+        self, upload_id: str, number: int, data: bytes, *, in_place: bool = False
+    ) -> Result:
+        """Store a part as a request would; ``in_place``: as one of declared length (written
+        into its upload's file when it may be), else as a chunked one (its own file)."""
+        result = await self._put_part(upload_id, number, data, in_place)
         self.ledger.part_stored(upload_id, number, data, result.fate)
         await self.settle()
         return self._note(f"part {number} of {upload_id}", result)
 
-    async def _put_part(self, upload_id: str, number: int, data: bytes) -> Result:
+    async def _put_part(self, upload_id: str, number: int, data: bytes, in_place: bool) -> Result:
         engine = self.running
         try:
             session = multipart.open_session(engine, upload_id)
             engine.ensure_writable()
         except ApiError as error:
             return Result(error.status, code=error.code, headers=response_headers(error))
-        staged = await self._stage(data, 2)
-        if isinstance(staged, Result):
-            return staged
-        return await answer(multipart.store_part(engine, session, number, staged, None))
+        parts = direct_parts_of(engine)
+        claim = parts.claim(session, number, len(data)) if in_place else None
+        try:
+            staged = await self._stage(data, 2, None if claim is None else parts.writer(claim))
+            if isinstance(staged, Result):
+                return staged
+            return await answer(multipart.store_part(engine, session, number, staged, None))
+        finally:
+            if claim is not None:
+                parts.release(claim)
 
     async def complete_upload(self, upload_id: str, parts: list[tuple[int, str]]) -> Result:
         body = {"parts": [{"part_number": n, "etag": digest} for n, digest in parts]}

@@ -66,7 +66,7 @@ class KillChecks:
             self.tally.lost += lost
             self.unchecked = []
             if disk:
-                self.check_disk(observed, uploads)
+                self.check_disk(observed, uploads, self.parts_in_place(client, uploads))
             self.views = {bk: list(entries) for bk, entries in observed.items()}
             for bk in ledger.keys:
                 self.views.setdefault(bk, [])
@@ -236,18 +236,41 @@ class KillChecks:
         if info["journal"]["read_only"]:
             fail(("info", "", ""), "the server came up read-only")
 
+    def parts_in_place(self, client: httpx.Client, uploads: dict[str, UploadState]) -> Counter[str]:
+        """Digests of the open uploads' parts found whole at their offset in their upload's
+        file (written in place): those have no payload file of their own."""
+        found: Counter[str] = Counter()
+        for upload_id, state in uploads.items():
+            path = self.data_dir / "assembly" / f"{upload_id}.direct"
+            if not state or not path.exists():
+                continue
+            reply = send(client, "GET", f"/multipart/{upload_id}")
+            if reply.status != 200:
+                continue
+            session = reply.json()
+            stride = session["recommended_part_size"]
+            with open(path, "rb") as file:
+                for part in session["parts"]:
+                    file.seek((part["part_number"] - 1) * stride)
+                    if sha256(file.read(part["size_bytes"])) == part["etag"]:
+                        found[part["etag"]] += 1
+        return found
+
     def check_disk(
         self,
         observed: dict[tuple[str, str], list[Entry]],
         uploads: dict[str, UploadState],
+        in_place: Counter[str],
     ) -> None:
         """Payload files == the stored versions and parts the server lists (same count, same
-        digests, each in its id's fan-out directory); no staging file; no quarantine."""
+        digests, each in its id's fan-out directory), but for parts found written in place in
+        their upload's file; no staging file; no quarantine."""
         expected = Counter(
             item for entries in observed.values() for item, _ in entries if item != MARKER
         )
         for state in uploads.values():
             expected.update(digest for _, digest in state or ())
+        expected -= in_place
         root = self.data_dir / PAYLOADS_DIR
         found: Counter[str] = Counter()
         for path in sorted(root.rglob("*")):

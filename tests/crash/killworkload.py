@@ -33,6 +33,8 @@ REQUEST_TIMEOUT = 30.0
 MAX_VERSIONS = 4
 """A versioned key with more entries has its oldest known version deleted for good."""
 LARGE_SHARE = 0.03
+UNIFORM_PART = 1024 * 1024
+"""The part size some multipart uploads declare at init (the smallest the server takes)."""
 
 Entry = tuple[str, str | None]
 """One version as a worker knows it: (SHA-256 or MARKER, version id if known), oldest first."""
@@ -234,9 +236,17 @@ class Worker:
 
     def multipart(self, bucket: str, key: str) -> bool:
         """Init, 1-4 parts (one sometimes sent twice), then complete (all parts or a
-        subset), abort, or leave the session open for the checker to finish."""
+        subset), abort, or leave the session open for the checker to finish.
+
+        Three shapes, so every multipart path is killed in: small parts of declared length
+        (written in place at 8 MiB strides; complete joins them), parts sent chunked (their
+        own files, assembled as they arrive), and 1 MiB parts declared at init (written in
+        place; complete seals the upload's file, copying part 1, re-sent, into place)."""
         kit = self.kit
-        reply = self.send("POST", "/multipart/init", json={"bucket": bucket, "key": key})
+        shape = self.rng.random()
+        chunked, uniform = shape < 0.3, 0.3 <= shape < 0.5
+        init = {"bucket": bucket, "key": key, **({"part_size": UNIFORM_PART} if uniform else {})}
+        reply = self.send("POST", "/multipart/init", json=init)
         fate = kit.outcome(reply, f"init {bucket}/{key}", 201)
         upload_id: str | None = reply.json()["upload_id"] if fate == Fate.ACKED else None
         with kit.lock:
@@ -246,16 +256,21 @@ class Worker:
         if upload_id is None:
             return False
         parts: dict[int, str] = {}
-        numbers = list(range(1, self.rng.randint(1, 4) + 1))
-        if len(numbers) > 1 and self.rng.random() < 0.25:
-            numbers.append(self.rng.choice(numbers))
+        numbers = list(range(1, self.rng.randint(2 if uniform else 1, 4) + 1))
+        if len(numbers) > 1 and (uniform or self.rng.random() < 0.25):
+            numbers.append(1 if uniform else self.rng.choice(numbers))
         for number in numbers:
             if self.stop.is_set():
                 return False
             size = 300_000 if self.rng.random() < 0.1 else self.rng.randint(1, 20_000)
+            if uniform and number < len(set(numbers)):
+                size = UNIFORM_PART
             data = self.body(size)
             reply = self.send(
-                "PUT", f"/multipart/{upload_id}/part", params={"partNumber": number}, content=data
+                "PUT",
+                f"/multipart/{upload_id}/part",
+                params={"partNumber": number},
+                content=in_chunks(data) if chunked else data,
             )
             what = f"part {number} of {upload_id}"
             fate = kit.outcome(reply, what, 200)
@@ -267,13 +282,13 @@ class Worker:
             if reply.json().get("etag") != sha256(data):
                 kit.problem(f"{what}: acknowledged with etag {reply.json().get('etag')}")
             parts[number] = sha256(data)
-        choice = self.rng.random()
+        choice = 1.0 if uniform else self.rng.random()  # uniform: complete all (the seal)
         if choice < 0.1:
             return True
         if choice < 0.3:
             return kit.abort(self.client_or_fail(), upload_id)
         chosen = sorted(parts.items())
-        if len(chosen) > 1 and self.rng.random() < 0.3:
+        if len(chosen) > 1 and not uniform and self.rng.random() < 0.3:
             chosen = sorted(self.rng.sample(chosen, self.rng.randint(1, len(chosen) - 1)))
         return kit.complete(self.client_or_fail(), upload_id, bucket, key, tuple(chosen))
 

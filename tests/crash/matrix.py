@@ -119,6 +119,46 @@ async def restarted_setup(machine: SimMachine, context: dict[str, Any]) -> None:
     await machine.boot()
 
 
+async def direct_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+    """The base, and an upload whose parts 1 and 2 were written in place (stride: a part)."""
+    await base_setup(machine, context)
+    upload = await must(machine.start_upload("plain", "md", part_size=len(PART_ONE)))
+    upload_id = upload.value.upload_id
+    one = part_of(await must(machine.put_part(upload_id, 1, PART_ONE, in_place=True)))
+    two = part_of(await must(machine.put_part(upload_id, 2, PART_TWO, in_place=True)))
+    context["direct"] = upload_id
+    context["direct_parts"] = [(1, one.sha256), (2, two.sha256)]
+
+
+async def direct_resent_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+    """``direct_setup``, then part 2 sent again: it takes a file of its own (the stored
+    one is never overwritten in place), to be copied into place at ``complete``."""
+    await direct_setup(machine, context)
+    again = b"part-2-bis:" * 3 + b"xxx"
+    two = part_of(await must(machine.put_part(context["direct"], 2, again, in_place=True)))
+    context["direct_parts"][1] = (2, two.sha256)
+
+
+async def direct_restarted_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+    """``direct_setup``, then a clean restart: the hash state is gone, the file is not."""
+    await direct_setup(machine, context)
+    await machine.shutdown()
+    await machine.boot()
+
+
+async def upload_part_direct(machine: SimMachine, context: dict[str, Any]) -> None:
+    """A short last part, written in place at its offset."""
+    await machine.put_part(context["direct"], 3, b"part-three", in_place=True)
+
+
+async def upload_complete_direct(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.complete_upload(context["direct"], context["direct_parts"])
+
+
+async def upload_abort_direct(machine: SimMachine, context: dict[str, Any]) -> None:
+    await machine.abort_upload(context["direct"])
+
+
 async def doomed_setup(machine: SimMachine, context: dict[str, Any]) -> None:
     await base_setup(machine, context)
     await must(machine.create_bucket("doomed"))
@@ -244,6 +284,11 @@ KINDS: dict[str, Kind] = {
         Kind("upload_complete", base_setup, upload_complete),
         Kind("upload_complete_joined", restarted_setup, upload_complete),
         Kind("upload_abort", base_setup, upload_abort),
+        Kind("upload_part_direct", direct_setup, upload_part_direct),
+        Kind("upload_complete_direct", direct_setup, upload_complete_direct),
+        Kind("upload_complete_direct_copied", direct_resent_setup, upload_complete_direct),
+        Kind("upload_complete_direct_restarted", direct_restarted_setup, upload_complete_direct),
+        Kind("upload_abort_direct", direct_setup, upload_abort_direct),
         Kind("snapshot", base_setup, snapshot),
         Kind("gc", orphan_setup, collect_garbage),
         Kind("staging_sweep", orphan_setup, sweep_staging),

@@ -25,6 +25,7 @@ BALANCED_FAST = (
     "overwrite",
     "delete",
     "upload_complete",
+    "upload_complete_direct",
     "snapshot",
     "gc",
     "recovery",
@@ -87,6 +88,22 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
         }
     ),
     "upload_abort": frozenset({"multipart.after_abort_record"}),
+    "upload_part_direct": frozenset({"multipart.direct_written", "journal.append.after_write"}),
+    "upload_complete_direct": frozenset(
+        {
+            "multipart.direct_sealed",
+            "multipart.joined_promoted",
+            "multipart.after_complete_record",
+            "multipart.before_parts_removed",
+        }
+    ),
+    "upload_complete_direct_copied": frozenset(
+        {"multipart.direct_copied", "multipart.direct_sealed", "multipart.after_complete_record"}
+    ),
+    "upload_complete_direct_restarted": frozenset(
+        {"multipart.direct_sealed", "multipart.after_complete_record"}
+    ),
+    "upload_abort_direct": frozenset({"multipart.after_abort_record"}),
     "snapshot": frozenset({"journal.snapshot.before_rename", "journal.snapshot.after_rename"}),
     "gc": frozenset({"gc.batch"}),
     "staging_sweep": frozenset({"staging.sweep"}),

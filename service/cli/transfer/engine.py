@@ -226,8 +226,11 @@ class Transfer:
         elif state is not None:
             with contextlib.suppress(NotFoundError):  # the source changed: old parts are useless
                 target.bucket.get_multipart_upload(state.upload_id).abort()
-        upload = target.bucket.create_multipart_upload(key)
-        part_size = self.options.part_size or max(upload.recommended_part_size, MIN_DEFAULT_PART)
+        wanted = self.options.part_size or MIN_DEFAULT_PART
+        # Declared at init, so the server writes each part once, straight into place.
+        declared = wanted if MIB <= wanted <= 5 * 1024 * MIB else None
+        upload = target.bucket.create_multipart_upload(key, part_size=declared)
+        part_size = upload.recommended_part_size if declared is not None else wanted
         self.resume.save(UploadState(destination, upload.upload_id, part_size, mark))
         return upload.upload_id, part_size, 0
 
