@@ -127,7 +127,6 @@ class SimReadableFile(_SimHandle):
         return None
 
 
-
 class SimFsSync:
     """What ``SimFileSystem.open_syncfs`` returns: ``sync`` is a counted ``syncfs``."""
 
