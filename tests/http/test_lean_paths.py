@@ -49,7 +49,8 @@ def url(key: str) -> str:
 
 
 def open_payload_fds(server: ServerProcess) -> set[str]:
-    """Paths of payload files the server process holds open."""
+    """Paths of payload files the server process holds open (not the directories: a
+    release's directory fsync may hold a fan-out directory open for a moment)."""
     assert server.process is not None
     fd_dir = f"/proc/{server.process.pid}/fd"
     paths = set()
@@ -58,7 +59,7 @@ def open_payload_fds(server: ServerProcess) -> set[str]:
             target = os.readlink(os.path.join(fd_dir, name))
         except OSError:
             continue
-        if "/payloads/" in target:
+        if "/payloads/" in target and not os.path.isdir(target):
             paths.add(target)
     return paths
 
