@@ -118,7 +118,7 @@ def run_section(
         if exc.name != module_name:
             raise
         return [{"measurement": name, "notes": f"{module_name} does not exist yet"}]
-    run = module.run
+    run: Callable[..., list[Row]] = module.run
     accepted = inspect.signature(run).parameters
     kwargs: dict[str, Any] = {}
     if "profile" in accepted:
@@ -127,8 +127,9 @@ def run_section(
         kwargs["install_tools"] = install_tools
     if "scale" in accepted and scale is not None:
         kwargs["scale"] = scale
-    rows: list[Row] = run(**kwargs)
-    return _POST_PROCESS.get(name, lambda rows: rows)(rows)
+    rows = run(**kwargs)
+    post = _POST_PROCESS.get(name)
+    return post(rows) if post is not None else rows
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -57,6 +57,7 @@ if str(REPO) not in sys.path:
 
 from service.auth import digest_secret, issue_token, presign_expires_at, presign_query  # noqa: E402
 from service.http.authn import authenticate, presigned_principal  # noqa: E402
+from service.key_usage import KeyUsage  # noqa: E402
 from service.meta import MetaState, events  # noqa: E402
 from tests.serverproc import ServerProcess  # noqa: E402
 
@@ -169,9 +170,10 @@ def _direct_auth_us(cases: dict[str, tuple[str, dict[str, str]]]) -> dict[str, f
     basic = request(path, {"Authorization": _basic_header(key_id, key_secret)})
     bearer = request(path, {"Authorization": f"Bearer {token}"})
     presigned = request(path + "?" + "&".join(f"{k}={v}" for k, v in query.items()), {})
+    usage = KeyUsage()
     return {
-        "basic": _per_call_us(lambda: authenticate(state, secret, basic)),
-        "bearer": _per_call_us(lambda: authenticate(state, secret, bearer)),
+        "basic": _per_call_us(lambda: authenticate(state, usage, secret, basic)),
+        "bearer": _per_call_us(lambda: authenticate(state, usage, secret, bearer)),
         "presign": _per_call_us(lambda: presigned_principal(state, secret, presigned, BUCKET, KEY)),
     }
 

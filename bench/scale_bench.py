@@ -49,6 +49,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,10 +160,10 @@ class TreeServer(ServerProcess):
 
     root: Path = Path(REPO)
 
-    def start(self, timeout: float = 600.0, extra_env: dict[str, str] | None = None) -> None:
+    def start(self, timeout: float = 600.0, extra_env: Mapping[str, str] | None = None) -> None:
         self.starts += 1
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-server-{self.starts}.log"
-        env = self.environment()
+        env = {**self.environment(), **(extra_env or {})}
         env["PYTHONPATH"] = str(self.root)
         with self.log_path.open("wb") as log_file:
             self.process = subprocess.Popen(
