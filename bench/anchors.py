@@ -154,11 +154,19 @@ def cpu_seconds(pid: int) -> float:
     total = 0.0
     pids = [pid]
     for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as children:
-            pids += [int(child) for child in children.read().split()]
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                pids += [int(child) for child in children.read().split()]
+        except FileNotFoundError:
+            continue  # a thread that ended between the listing and the read
     for each in pids:
-        with open(f"/proc/{each}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
+        try:
+            with open(f"/proc/{each}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            if each == pid:
+                raise
+            continue  # a child that exited meanwhile
         total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
 

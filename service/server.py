@@ -213,10 +213,10 @@ async def serve(
     # are the idle keep-alive connections closed, which would otherwise cut them off.
     if not await ctx.wait_for_requests(SHUTDOWN_GRACE_SECONDS):
         log.warning("in-flight requests did not finish within %.0f s", SHUTDOWN_GRACE_SECONDS)
-    if not await ctx.streams.close(STREAMS_GRACE_SECONDS):
-        log.warning("%d event streams did not end at the stop", len(ctx.streams))
     if forwarder is not None:
         forwarder.close()  # ends the event streams passed through to the writer
+    if not await ctx.streams.close(STREAMS_GRACE_SECONDS):
+        log.warning("%d event streams did not end at the stop", len(ctx.streams))
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(
             asyncio.gather(*(each.close_all_connections() for each in servers)), 5.0

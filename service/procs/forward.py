@@ -154,8 +154,11 @@ class WriterProxyHandler(tornado.web.RequestHandler):
             if not self._headers_written:  # nothing reached the client yet
                 self._refuse()
                 return
-            # Cut off mid-stream (the writer or this worker is stopping): so is the client.
-            self.request.connection.close()  # type: ignore[union-attr]
+            if not self._streaming:
+                # Cut off mid-body (the writer or this worker is stopping): so is the
+                # client, which sees the short body rather than a whole-looking one.
+                self.request.connection.close()  # type: ignore[union-attr]
+            # An event stream ends cleanly instead: its client resumes by Last-Event-ID.
         if not self._finished:
             self.finish()
 
@@ -174,6 +177,7 @@ class WriterProxyHandler(tornado.web.RequestHandler):
                 if name.strip().lower() == "content-type" and "event-stream" in value:
                     self._streaming = True
                     self._ctx.requests_in_flight.discard(self)  # a stream never ends by itself
+                    self._ctx.streams.opened(self)  # a stop waits for it to end cleanly
 
     def _on_chunk(self, chunk: bytes) -> None:
         if self._gone or self._finished:
@@ -196,10 +200,12 @@ class WriterProxyHandler(tornado.web.RequestHandler):
 
     def on_finish(self) -> None:
         self._ctx.requests_in_flight.discard(self)
+        self._ctx.streams.ended(self)
 
     def on_connection_close(self) -> None:
         self._gone = True
         self._ctx.requests_in_flight.discard(self)
+        self._ctx.streams.ended(self)
 
     def check_xsrf_cookie(self) -> None:
         """The writer checks what the route needs."""

@@ -53,8 +53,7 @@ def test_a_stop_ends_open_streams_without_an_error_in_the_log(
         reader.join(10.0)
         assert not reader.is_alive(), "the stream did not end at the stop"
         assert lines[0] == ": stream of object events"
-        if workers == "1":  # a worker's forwarder still cuts what it passes on (forward.py)
-            assert not [line for line in lines if line.startswith("ended:")], lines
+        assert not [line for line in lines if line.startswith("ended:")], lines
     logs = proc.logs()
     assert "Cannot send error response" not in logs, logs
     assert "Traceback" not in logs, logs
