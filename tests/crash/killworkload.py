@@ -263,9 +263,10 @@ class Worker:
             if self.stop.is_set():
                 return False
             size = 300_000 if self.rng.random() < 0.1 else self.rng.randint(1, 20_000)
-            if uniform and number < len(set(numbers)):
-                size = UNIFORM_PART
-            data = self.body(size)
+            full = uniform and number < len(set(numbers))
+            data = self.body(UNIFORM_PART if full else size)
+            if full:
+                data = data[:UNIFORM_PART]  # exactly the declared size, unique prefix and all
             reply = self.send(
                 "PUT",
                 f"/multipart/{upload_id}/part",
