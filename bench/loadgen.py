@@ -77,7 +77,7 @@ class HttpConnection:
         self._send_head(method, path, headers, len(body))
         if body:
             self.sock.sendall(body)
-        return self._read_response(keep_body=method != "HEAD")
+        return self._read_response(keep_body=True, has_body=method != "HEAD")
 
     def upload(
         self,
@@ -120,7 +120,8 @@ class HttpConnection:
             lines.append(f"Content-Length: {length}")
         self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
 
-    def _read_response(self, *, keep_body: bool) -> Response:
+    def _read_response(self, *, keep_body: bool, has_body: bool = True) -> Response:
+        """The next response; a HEAD's (``has_body`` False) ends with its head."""
         while (end := self._pending.find(b"\r\n\r\n")) < 0:
             if len(self._pending) > _HEAD_LIMIT:
                 raise ValueError("response head too long")
@@ -132,7 +133,7 @@ class HttpConnection:
         for line in head[1:]:
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
-        if status in (204, 304):
+        if status in (204, 304) or not has_body:
             length = 0  # no body by definition (RFC 9110)
         elif "content-length" in headers:
             length = int(headers["content-length"])
