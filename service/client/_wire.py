@@ -7,46 +7,5 @@ any thread.
 
 from __future__ import annotations
 
-from service.wire import (
-    ACCESS_KEY_ID_PREFIX,
-    API_PREFIX,
-    HEADER_CHECKSUM_SHA256,
-    HEADER_META_PREFIX,
-    HEADER_REQUEST_ID,
-    HEADER_RETRY_AFTER,
-    HEADER_VERSION_ID,
-    HEALTH_PATH,
-    MAX_LIST_LIMIT,
-    MAX_PART_NUMBER,
-    MAX_PRESIGN_EXPIRES_SECONDS,
-    MIN_PART_NUMBER,
-    NULL_VERSION_ID,
-    PRESIGN_CREDENTIAL_PARAM,
-    PRESIGN_EXPIRES_PARAM,
-    PRESIGN_SIGNATURE_PARAM,
-    QUERY_PART_NUMBER,
-    QUERY_VERSION_ID,
-    SECRET_KEY_PREFIX,
-)
-
-__all__ = [
-    "ACCESS_KEY_ID_PREFIX",
-    "API_PREFIX",
-    "HEADER_CHECKSUM_SHA256",
-    "HEADER_META_PREFIX",
-    "HEADER_REQUEST_ID",
-    "HEADER_RETRY_AFTER",
-    "HEADER_VERSION_ID",
-    "HEALTH_PATH",
-    "MAX_LIST_LIMIT",
-    "MAX_PART_NUMBER",
-    "MAX_PRESIGN_EXPIRES_SECONDS",
-    "MIN_PART_NUMBER",
-    "NULL_VERSION_ID",
-    "PRESIGN_CREDENTIAL_PARAM",
-    "PRESIGN_EXPIRES_PARAM",
-    "PRESIGN_SIGNATURE_PARAM",
-    "QUERY_PART_NUMBER",
-    "QUERY_VERSION_ID",
-    "SECRET_KEY_PREFIX",
-]
+from service.wire import *  # noqa: F403  (every name of the shared module, by its __all__)
+from service.wire import __all__ as __all__
