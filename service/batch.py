@@ -61,14 +61,18 @@ from service.objects import (
     validate_content_type,
 )
 from service.storage import DigestMismatch, PayloadStore, StagedPayload
+from service.wire import (
+    BATCH_PAX_CONTENT_TYPE,
+    BATCH_PAX_META_PREFIX,
+    BATCH_PAX_SHA256,
+    MAX_BATCH_MEMBERS,
+)
 
 T = TypeVar("T")
 
-MAX_BATCH_MEMBERS = 10_000
-"""Members (files, directories and refused entries) one batch may hold; more is 400."""
-PAX_CONTENT_TYPE = "SERVICE.content_type"
-PAX_SHA256 = "SERVICE.sha256"
-PAX_META_PREFIX = "SERVICE.meta."
+PAX_CONTENT_TYPE = BATCH_PAX_CONTENT_TYPE
+PAX_SHA256 = BATCH_PAX_SHA256
+PAX_META_PREFIX = BATCH_PAX_META_PREFIX
 TAR_BLOCK = 512
 STREAM_BUFFER = 64 * 1024
 """``tarfile``'s read size on the stream: a few small members per read."""
@@ -111,6 +115,7 @@ class BatchLimits:
 
     max_member_bytes: int
     max_members: int = MAX_BATCH_MEMBERS
+    """Members (files, directories and refused entries) one batch may hold; more is 400."""
 
 
 def member_name(info: tarfile.TarInfo) -> str:
