@@ -164,7 +164,7 @@ def _add(archive: tarfile.TarFile, entry: BatchEntry) -> str:
         info.size = stat.st_size
         info.pax_headers = records
         reader = _HashingReader(file)
-        archive.addfile(info, reader)  # type: ignore[arg-type]
+        archive.addfile(info, reader)
         return reader.digest.hexdigest()
 
 

@@ -94,6 +94,15 @@ class BatchHandler(StreamingBodyHandler):
         )
         self.job.add_done_callback(_retrieve)
 
+    def can_drain_body(self) -> bool:
+        """A refusal before the body waits for it also when it is chunked (as batches from
+        the client are): a small batch is read and dropped, so the client gets the answer
+        instead of a reset; past ``DRAIN_LIMIT_BYTES`` the answer goes out and the
+        connection closes (``drain``)."""
+        chunked = "chunked" in self.request.headers.get("Transfer-Encoding", "").lower()
+        expects = self.request.headers.get("Expect", "").lower() == "100-continue"
+        return (chunked and not expects) or super().can_drain_body()
+
     async def data_received(self, chunk: bytes) -> None:
         if self.failure is not None:
             self.drain(len(chunk))
