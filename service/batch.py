@@ -345,9 +345,16 @@ async def store_batch(
         try:
             await group.sync(ticket)
         except OSError as exc:
-            await engine.run_blocking(engine.store.remove, promoted)
+            await _remove_uncommitted(engine, promoted)
             raise storage_failure(exc) from None
     return await _commit_all(engine, entries)
+
+
+async def _remove_uncommitted(engine: Engine, payload_ids: list[str]) -> None:
+    """Remove payloads no commit named (best effort: the orphan sweep takes what is left)."""
+    if payload_ids:
+        with contextlib.suppress(OSError):
+            await engine.run_blocking(engine.store.remove, payload_ids)
 
 
 async def _commit_all(engine: Engine, entries: list[Staged]) -> list[Outcome]:
@@ -371,8 +378,7 @@ async def _commit_all(engine: Engine, entries: list[Staged]) -> list[Outcome]:
             commit_stored(engine, entry.intent, entry.payload_id, entry.staged, PutTimings())
         )
         outcomes.append(None)
-    if refused:  # never committed, so never referenced
-        await engine.run_blocking(engine.store.remove, refused)
+    await _remove_uncommitted(engine, refused)
     if commits:
         await asyncio.wait(commits.values())
     for index, future in commits.items():
