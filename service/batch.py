@@ -42,7 +42,7 @@ import re
 import tarfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import BinaryIO, TypeVar
+from typing import Protocol, TypeVar
 
 from fsseam import crashpoints
 from service.api_errors import ApiError
@@ -102,6 +102,12 @@ class MemberStored:
     """A member committed as ``version``."""
 
     version: ObjectVersion
+
+
+class ByteSource(Protocol):
+    """What the tar stream is read from: a binary file or the HTTP layer's body pipe."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 Staged = StagedMember | MemberFailure
@@ -167,7 +173,7 @@ def member_intent(
 
 
 def _stage_body(
-    store: PayloadStore, source: BinaryIO, intent: PutIntent, payload_id: str, synced: bool
+    store: PayloadStore, source: ByteSource, intent: PutIntent, payload_id: str, synced: bool
 ) -> StagedPayload:
     """Store one member's body as ``payload_id`` (blocking): whole when small, as a small PUT
     is, else streamed through a staging file a buffer at a time, as a PUT's body is."""
@@ -201,7 +207,7 @@ def _stage_body(
 
 def stage_members(
     store: PayloadStore,
-    source: BinaryIO,
+    source: ByteSource,
     bucket: str,
     prefix: str,
     limits: BatchLimits,
@@ -226,16 +232,16 @@ def stage_members(
 
 def _read_members(
     store: PayloadStore,
-    source: BinaryIO,
+    source: ByteSource,
     bucket: str,
     prefix: str,
     limits: BatchLimits,
     synced: bool,
     entries: list[Staged],
 ) -> None:
-    counted = _CountingReader(source)
+    tail = _TailReader(source)
     try:
-        with tarfile.open(fileobj=counted, mode="r|", bufsize=STREAM_BUFFER) as archive:  # type: ignore[call-overload]
+        with tarfile.open(fileobj=tail, mode="r|", bufsize=STREAM_BUFFER) as archive:  # type: ignore[call-overload]
             members = 0
             for info in archive:
                 members += 1
@@ -249,13 +255,13 @@ def _read_members(
             end = archive.offset
         # tarfile ends an archive quietly at a damaged header or a body cut at a member's
         # end; only the end-of-archive block (512 zero bytes) where it stopped says "whole".
-        if counted.block_at(end) != bytes(TAR_BLOCK):
+        if tail.block_at(end) != bytes(TAR_BLOCK):
             raise ApiError(
                 "InvalidArgument",
                 "the body is not a valid tar stream: a damaged header, or no end-of-archive "
                 "block (cut short)",
             )
-        while counted.read(STREAM_BUFFER):
+        while tail.read(STREAM_BUFFER):
             pass  # padding after the end-of-archive blocks
     except tarfile.TarError as error:
         raise ApiError("InvalidArgument", f"the body is not a valid tar stream: {error}") from None
@@ -280,7 +286,7 @@ def _stage_member(
     assert body is not None  # a regular file
     payload_id = store.next_payload_id()
     try:
-        staged = _stage_body(store, body, intent, payload_id, synced)  # type: ignore[arg-type]
+        staged = _stage_body(store, body, intent, payload_id, synced)
     except DigestMismatch:
         mismatch = ApiError("BadDigest", f"the member's SHA-256 does not match {PAX_SHA256}")
         return MemberFailure(intent.key, mismatch)
@@ -291,13 +297,13 @@ def _stage_member(
     return StagedMember(intent, payload_id, staged)
 
 
-class _CountingReader:
+class _TailReader:
     """``source`` read through, keeping its last bytes for the end-of-archive check."""
 
     KEEP = 2 * STREAM_BUFFER + 2 * TAR_BLOCK
     """More than ``tarfile`` reads ahead of the header it parses."""
 
-    def __init__(self, source: BinaryIO) -> None:
+    def __init__(self, source: ByteSource) -> None:
         self._source = source
         self._tail = bytearray()
         self._tail_start = 0
@@ -323,7 +329,7 @@ async def store_batch(
     engine: Engine,
     bucket: str,
     prefix: str,
-    source: BinaryIO,
+    source: ByteSource,
     limits: BatchLimits,
     *,
     run: Runner[list[Staged]] | None = None,

@@ -15,7 +15,6 @@ Thread-safety: event-loop thread only (the reader thread sees only the pipe).
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 from service.api_errors import ApiError
@@ -79,7 +78,6 @@ class BatchHandler(StreamingBodyHandler):
         require_bucket(ctx.engine, self.bucket_name)
         self.acquire_upload_slot()
         self.set_max_body_size(ctx.config.max_object_bytes)
-        self.body_started = time.perf_counter()
         pipe = self.pipe = BodyPipe(asyncio.get_running_loop())
         limits = BatchLimits(max_member_bytes=ctx.config.max_object_bytes)
         self.job = asyncio.ensure_future(
@@ -87,7 +85,7 @@ class BatchHandler(StreamingBodyHandler):
                 ctx.engine,
                 self.bucket_name,
                 prefix,
-                pipe,  # type: ignore[arg-type]
+                pipe,
                 limits,
                 run=lambda stage: in_own_thread(pipe, stage),
             )
@@ -119,8 +117,8 @@ class BatchHandler(StreamingBodyHandler):
         if self.pipe is None or self.job is None or self._finished:
             return
         self.pipe.end()
+        self.release_upload_slot()  # the body is in: what is left is the server's own work
         outcomes = await self.job
-        self.release_upload_slot()
         stored = sum(1 for outcome in outcomes if not isinstance(outcome, MemberFailure))
         self.send_json(
             200,

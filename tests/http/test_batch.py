@@ -4,10 +4,13 @@ body that is not a valid tar stores nothing."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import itertools
+import socket
 import tarfile
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -277,3 +280,27 @@ def test_two_serving_processes(server_factory: Any) -> None:
         for name, data in itertools.islice(files.items(), 0, None, 17):
             assert api.get(obj("multi", name)).content == data
         assert api.get("/buckets/multi").json()["usage"]["object_count"] == len(files)
+
+
+def test_a_client_that_goes_away_mid_body_leaves_nothing(
+    api: httpx.Client, bucket: str, batch_server: ServerProcess
+) -> None:
+    before = payload_files(batch_server)
+    body = make_tar([(f"m{n}", bytes([n]) * 3000) for n in range(50)])
+    credentials = base64.b64encode(":".join(batch_server.auth).encode()).decode()
+    head = (
+        f"POST /api/v1/buckets/{bucket}/batch HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Basic {credentials}\r\nContent-Type: application/x-tar\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", batch_server.port)) as connection:
+        connection.sendall(head + body[: len(body) // 2])  # 25 members, then the client dies
+        deadline = time.monotonic() + 10
+        while len(payload_files(batch_server) - before) < 10 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(payload_files(batch_server) - before) >= 10  # staged while the body came
+    deadline = time.monotonic() + 10
+    while payload_files(batch_server) != before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert payload_files(batch_server) == before
+    assert keys_of(api, bucket) == []
