@@ -209,6 +209,13 @@ async def batch_upload(machine: SimMachine, context: dict[str, Any]) -> None:
     )
 
 
+async def no_syncfs_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+    """The base, with no shared file-system sync offered (as on a kernel without a
+    trustworthy ``syncfs``): a strict batch then fsyncs each file and its directory."""
+    await base_setup(machine, context)
+    machine.running.payload_sync = None
+
+
 async def overwrite(machine: SimMachine, context: dict[str, Any]) -> None:
     await machine.put("plain", "a", b"a-two:" * 7)
 
@@ -290,6 +297,7 @@ KINDS: dict[str, Kind] = {
         Kind("put_small", base_setup, put_small),
         Kind("put_small_group", base_setup, put_small_group),
         Kind("batch", base_setup, batch_upload),
+        Kind("batch_fsync", no_syncfs_setup, batch_upload),
         Kind("overwrite", base_setup, overwrite),
         Kind("delete", base_setup, delete),
         Kind("versioned_put", base_setup, versioned_put),

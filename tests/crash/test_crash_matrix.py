@@ -126,6 +126,7 @@ STRICT_POINTS: dict[str, frozenset[str]] = {
     "put_small": frozenset({"put.after_group_sync"}),
     "put_small_group": frozenset({"put.after_group_sync"}),
     "batch": frozenset({"put.after_group_sync"}),
+    "batch_fsync": frozenset({"put.after_data_fsync", "put.after_dir_fsync", "batch.staged"}),
 }
 """More points a kind passes in strict durability only (a shared file-system sync)."""
 
