@@ -12,6 +12,7 @@ import tornado.web
 
 from service.context import AppContext
 from service.http.base import ApiHandler, NotFoundHandler
+from service.http.batch_handlers import BatchHandler
 from service.http.bucket_handlers import (
     BucketHandler,
     BucketsHandler,
@@ -74,6 +75,7 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets/{BUCKET}/objects", ObjectListHandler),
         (OBJECT, ObjectHandler),
         (rf"{API}/buckets/{BUCKET}/versions", VersionListHandler),
+        (rf"{API}/buckets/{BUCKET}/batch", BatchHandler),
         (rf"{API}/buckets/{BUCKET}/images/{KEY}", ImageHandler),
         (rf"{API}/images/optimize", ImageOptimizeHandler),
         (rf"{API}/auth/login", LoginHandler),

@@ -14,12 +14,16 @@ from typing import Final
 __all__ = [
     "ACCESS_KEY_ID_PREFIX",
     "API_PREFIX",
+    "BATCH_PAX_CONTENT_TYPE",
+    "BATCH_PAX_META_PREFIX",
+    "BATCH_PAX_SHA256",
     "HEADER_CHECKSUM_SHA256",
     "HEADER_META_PREFIX",
     "HEADER_REQUEST_ID",
     "HEADER_RETRY_AFTER",
     "HEADER_VERSION_ID",
     "HEALTH_PATH",
+    "MAX_BATCH_MEMBERS",
     "MAX_LIST_LIMIT",
     "MAX_PART_NUMBER",
     "MAX_PRESIGN_EXPIRES_SECONDS",
@@ -59,3 +63,10 @@ MIN_PART_NUMBER: Final = 1
 MAX_PART_NUMBER: Final = 10_000
 MAX_LIST_LIMIT: Final = 1000
 MAX_PRESIGN_EXPIRES_SECONDS: Final = 604_800
+
+#: A batch upload (an endpoint added beyond the contract: docs/batch.md): members per request,
+#: and the pax records that carry a member's content type, SHA-256 and custom metadata.
+MAX_BATCH_MEMBERS: Final = 10_000
+BATCH_PAX_CONTENT_TYPE: Final = "SERVICE.content_type"
+BATCH_PAX_SHA256: Final = "SERVICE.sha256"
+BATCH_PAX_META_PREFIX: Final = "SERVICE.meta."

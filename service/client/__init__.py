@@ -85,6 +85,7 @@ from service.client._models_upkeep import (
     Webhook,
     WebhookStatus,
 )
+from service.client._ops_batch import BatchEntry, PutManyResult
 from service.client._ranges import ByteRange, ContentRange
 from service.client._stream import ObjectStream
 
@@ -138,6 +139,7 @@ __all__ = [
     "AsyncVideos",
     "AuthenticationError",
     "BadRequestError",
+    "BatchEntry",
     "Bucket",
     "BucketClient",
     "BucketUsage",
@@ -172,6 +174,7 @@ __all__ = [
     "PermissionDeniedError",
     "PreconditionFailedError",
     "PresignedUrl",
+    "PutManyResult",
     "QuotaExceededError",
     "Rendition",
     "RequestTimeoutError",

@@ -14,9 +14,10 @@ from __future__ import annotations
 import builtins
 import datetime
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from service.client import _ops_batch as batch
 from service.client import _ops_multipart as multipart
 from service.client import _ops_objects as objects
 from service.client import _ops_upkeep as upkeep
@@ -36,6 +37,7 @@ from service.client._models import (
     VersionPage,
 )
 from service.client._models_upkeep import Event, LifecycleRule, UploadPage, Webhook
+from service.client._ops_batch import BatchItem, PutManyResult
 from service.client._parts import MultipartSource, ProgressCallback
 from service.client._payload import Data, PathBody, body_from
 from service.client._ranges import RangeLike
@@ -217,6 +219,25 @@ class BucketClient(Handle):
                 checksum=checksum,
             )
         )
+
+    def put_many(
+        self, items: Iterable[BatchItem], *, prefix: str = ""
+    ) -> builtins.list[PutManyResult]:
+        """Store many objects in one request (a batch upload, docs/batch.md) and return one
+        ``PutManyResult`` per entry, in order: ``.object`` when stored, ``.error`` (a
+        ``ServiceError``) when the server refused that entry alone; the others are stored.
+
+        ``items`` are ``(key, data)`` pairs or ``BatchEntry`` objects (with a content type
+        and metadata), where data is bytes or a path (``pathlib.Path``). They are read and
+        sent as one tar stream while it is built, so memory holds one entry at a time;
+        entries of up to 1 MiB carry their SHA-256, which the server verifies. ``prefix``
+        goes before every key. A failure of the whole request (a body the server could not
+        read, credentials, no such bucket) raises, and then nothing was stored. The request
+        is not retried (the entries may be an iterator).
+
+        Example: ``bucket.put_many([("a.txt", b"alpha"), ("b.jpg", Path("b.jpg"))])``
+        """
+        return self._run(batch.put_many(self.name, items, prefix=prefix))
 
     def get(
         self,

@@ -17,6 +17,7 @@ from service import __version__
 from service.openapi.errors import error_responses, error_schemas
 from service.openapi.operations import REQUEST_ID
 from service.openapi.paths_accounts import account_paths, health_paths, system_paths
+from service.openapi.paths_batch import batch_paths, batch_schemas
 from service.openapi.paths_console import console_paths
 from service.openapi.paths_media import image_paths, video_paths
 from service.openapi.paths_storage import (
@@ -91,6 +92,7 @@ def openapi_document() -> dict[str, Any]:
         health_paths(),
         bucket_paths(),
         object_paths(),
+        batch_paths(),
         image_paths(),
         account_paths(),
         system_paths(),
@@ -130,6 +132,7 @@ def openapi_document() -> dict[str, Any]:
                 **resource_schemas(),
                 **request_schemas(),
                 **upkeep_schemas(),
+                **batch_schemas(),
             },
             "responses": error_responses(REQUEST_ID),
             "parameters": parameter_components(),

@@ -13,12 +13,12 @@ import pytest
 from service.cli import paths, sizes
 from service.cli.config import AliasStore
 from service.cli.errors import CliError
-from service.cli.transfer import plan, walk
+from service.cli.transfer import batching, plan, walk
 from service.cli.transfer.engine import check_relative
 from service.cli.transfer.walk import walk_local
 
 
-@pytest.mark.parametrize("module", [sizes, plan, paths], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [sizes, plan, paths, batching], ids=lambda m: m.__name__)
 def test_doctests(module: object) -> None:
     failures, tried = doctest.testmod(module)  # type: ignore[arg-type]
     assert failures == 0 and (tried > 0 or module is paths)

@@ -11,8 +11,10 @@ it shares with the other workers is guarded by ``KillKit.lock``.
 
 from __future__ import annotations
 
+import io
 import json
 import random
+import tarfile
 import threading
 import traceback
 from collections.abc import Callable, Iterator
@@ -33,6 +35,8 @@ REQUEST_TIMEOUT = 30.0
 MAX_VERSIONS = 4
 """A versioned key with more entries has its oldest known version deleted for good."""
 LARGE_SHARE = 0.03
+BATCH_SHARE = 0.1
+"""Of the steps, the share that are batch uploads (docs/batch.md) of 1-3 of a worker's keys."""
 UNIFORM_PART = 1024 * 1024
 """The part size some multipart uploads declare at init (the smallest the server takes)."""
 
@@ -169,6 +173,8 @@ class Worker:
         roll = self.rng.random()
         if roll < 0.2:
             return self.multipart(bucket, key)
+        if roll < 0.2 + BATCH_SHARE:
+            return self.batch(bucket)
         if roll < 0.4 and visible(state):
             return self.delete(bucket, key)
         if bucket == VERSIONED and len(entries) > MAX_VERSIONS:
@@ -201,6 +207,57 @@ class Worker:
             [*self.kit.views[(bucket, key)], entry] if bucket == VERSIONED else [entry]
         )
         return True
+
+    def batch(self, bucket: str) -> bool:
+        """One batch upload of 1-3 of this worker's keys in ``bucket`` (one sometimes over
+        256 KiB, streamed through a staging file); each member is its own PUT in the ledger."""
+        keys = [key for name, key in self.keys if name == bucket]
+        chosen = self.rng.sample(keys, self.rng.randint(1, len(keys)))
+        for key in chosen:
+            state = tuple(item for item, _ in self.kit.views[(bucket, key)])
+            with self.kit.lock:
+                if set(self.kit.ledger.key(bucket, key).firm) != {state}:
+                    return False  # left unsettled by an earlier answer (a problem already)
+        bodies = []
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w|", format=tarfile.PAX_FORMAT) as archive:
+            for key in chosen:
+                large = self.rng.random() < 0.1
+                data = self.body(300_000 if large else self.rng.randint(0, 3000))
+                info = tarfile.TarInfo(key)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+                bodies.append(data)
+        content = buffer.getvalue()
+        reply = self.send(
+            "POST",
+            f"/buckets/{bucket}/batch",
+            content=in_chunks(content) if self.rng.random() < 0.3 else content,
+            headers={"Content-Type": "application/x-tar"},
+        )
+        what = f"batch {bucket} {chosen}"
+        fate = self.kit.outcome(reply, what, 200)
+        results = reply.json()["results"] if fate == Fate.ACKED else [None] * len(chosen)
+        for key, data, result in zip(chosen, bodies, results, strict=True):
+            member = fate
+            if result is not None and "error" in result:
+                member = Fate.of_status(result["error"]["status"])
+                self.kit.problem(f"{what}: {key} refused: {result['error']}")
+            with self.kit.lock:
+                self.kit.ledger.put(bucket, key, data, member)
+                self.kit.note(member, f"{what}: {key}", key_thing(bucket, key))
+            if member != Fate.ACKED:
+                continue
+            digest = sha256(data)
+            if result["sha256_checksum"] != digest:
+                self.kit.problem(f"{what}: {key} acknowledged with {result['sha256_checksum']}")
+            with self.kit.lock:
+                self.kit.acked_digests.add(digest)
+            entry = (digest, result["version_id"])
+            self.kit.views[(bucket, key)] = (
+                [*self.kit.views[(bucket, key)], entry] if bucket == VERSIONED else [entry]
+            )
+        return fate == Fate.ACKED
 
     def delete(self, bucket: str, key: str) -> bool:
         reply = self.send("DELETE", object_path(bucket, key))

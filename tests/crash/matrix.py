@@ -34,6 +34,7 @@ from typing import Any
 
 from fsseam.simfs import CRASH_MODES, CrashMode, Fault, SimFileSystem, SimulatedCrash
 from service.config import Durability
+from tests.crash.batchkit import put_batch
 from tests.crash.checkkit import Verdict, check_recovered, check_state
 from tests.crash.enginekit import (
     GC_GRACE,
@@ -193,6 +194,28 @@ async def put_small_group(machine: SimMachine, context: dict[str, Any]) -> None:
     )
 
 
+async def batch_upload(machine: SimMachine, context: dict[str, Any]) -> None:
+    """A batch: a new key, an overwrite, a member refused alone (a wrong SHA-256), a new
+    version of a versioned key's neighbour, and one member over 256 KiB (streamed)."""
+    await put_batch(
+        machine,
+        "plain",
+        [
+            ("new", b"batch-new:" * 6, {}),
+            ("a", b"batch-a:" * 5, {}),
+            ("refused", b"damaged", {"SERVICE.sha256": "0" * 64}),
+            ("large", bytes(range(256)) * 1030, {}),
+        ],
+    )
+
+
+async def no_syncfs_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+    """The base, with no shared file-system sync offered (as on a kernel without a
+    trustworthy ``syncfs``): a strict batch then fsyncs each file and its directory."""
+    await base_setup(machine, context)
+    machine.running.payload_sync = None
+
+
 async def overwrite(machine: SimMachine, context: dict[str, Any]) -> None:
     await machine.put("plain", "a", b"a-two:" * 7)
 
@@ -273,6 +296,8 @@ KINDS: dict[str, Kind] = {
         Kind("put", base_setup, put_new),
         Kind("put_small", base_setup, put_small),
         Kind("put_small_group", base_setup, put_small_group),
+        Kind("batch", base_setup, batch_upload),
+        Kind("batch_fsync", no_syncfs_setup, batch_upload),
         Kind("overwrite", base_setup, overwrite),
         Kind("delete", base_setup, delete),
         Kind("versioned_put", base_setup, versioned_put),

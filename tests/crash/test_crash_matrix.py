@@ -22,6 +22,7 @@ from tests.crash.points import all_crash_points, http_only_crash_points
 BALANCED_FAST = (
     "put",
     "put_small",
+    "batch",
     "overwrite",
     "delete",
     "upload_complete",
@@ -63,6 +64,17 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
         }
     ),
     "put_small_group": frozenset({"put.after_rename", "engine.before_release"}),
+    "batch": frozenset(
+        {
+            "put.staging_created",
+            "put.chunk_written",
+            "put.body_complete",
+            "put.after_rename",
+            "batch.staged",
+            "journal.append.after_write",
+            "engine.after_apply",
+        }
+    ),
     "overwrite": frozenset({"engine.before_release"}),
     "upload_part": frozenset(
         {
@@ -113,6 +125,8 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
 STRICT_POINTS: dict[str, frozenset[str]] = {
     "put_small": frozenset({"put.after_group_sync"}),
     "put_small_group": frozenset({"put.after_group_sync"}),
+    "batch": frozenset({"put.after_group_sync"}),
+    "batch_fsync": frozenset({"put.after_data_fsync", "put.after_dir_fsync", "batch.staged"}),
 }
 """More points a kind passes in strict durability only (a shared file-system sync)."""
 

@@ -83,6 +83,15 @@ def run_config(directory: Path, max_steps: int, token: str) -> Path:
     return path
 
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HOOKS = {
+    # A serializer for the batch upload's tar bodies (``st_hooks``), importable from the run's
+    # working directory.
+    "SCHEMATHESIS_HOOKS": "tests.openapi.st_hooks",
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+}
+
+
 def run(
     server: ServerProcess,
     directory: Path,
@@ -128,7 +137,7 @@ def run(
         text=True,
         timeout=timeout,
         cwd=str(directory),
-        env={**os.environ, "NO_COLOR": "1"},
+        env={**os.environ, "NO_COLOR": "1", **HOOKS},
         check=False,
     )
     figures = read_report(report)

@@ -48,6 +48,12 @@ def _tuning(function: Callable[..., Any]) -> Callable[..., Any]:
                 show_default=True,
                 help="Files this large or larger go up in parallel parts, resumably.",
             ),
+            click.option(
+                "--no-batch",
+                is_flag=True,
+                help="Send every file with its own request (default: files under 1 MiB go "
+                "up many to a request, for servers and proxies that refuse batch uploads).",
+            ),
         ]
     ):
         function = option(function)
@@ -82,6 +88,7 @@ def _run(
         parallel_parts=tuning["parts"],
         part_size=parse_size(part_size) if part_size else None,
         multipart_threshold=parse_size(tuning["multipart_threshold"]),
+        batch=not tuning["no_batch"],
         **options,
     )
     show = app.output.tty and sys.stderr.isatty() and not app.output.json

@@ -4,8 +4,11 @@ For each key the worker decides: a target with the same size and SHA-256 is skip
 re-run of an interrupted copy only sends what is missing); anything else is copied; with
 ``remove`` a target the source lacks is deleted; with ``move`` the source goes once the
 target holds it. Files of at least ``multipart_threshold`` bytes go up in parallel multipart
-parts, resumably (``resume``). Each finished key is reported at once and counted; a failure
-is reported and counted, and the run goes on (exit 7 at the end).
+parts, resumably (``resume``); local files below ``batch_max_file`` go up many to a request
+(a batch upload: ``batching``), each still decided, reported and counted on its own, and a
+server without the batch route gets one PUT per file instead. Each finished key is reported
+at once and counted; a failure is reported and counted, and the run goes on (exit 7 at the
+end).
 """
 
 from __future__ import annotations
@@ -22,13 +25,15 @@ from typing import Any
 from service.cli.errors import EXIT_OK, EXIT_PARTIAL, CliError
 from service.cli.output import Output
 from service.cli.sizes import format_size
+from service.cli.transfer.batching import BATCH_BYTES, BATCH_FILES, BATCH_MAX_FILE, Batcher, Pair
 from service.cli.transfer.endpoints import End, LocalEnd, RemoteEnd, hash_file
 from service.cli.transfer.plan import excluded, merge
 from service.cli.transfer.pool import run_bounded
 from service.cli.transfer.progress import NullProgress
 from service.cli.transfer.resume import ResumeStore, UploadState, fingerprint
 from service.cli.transfer.walk import Entry
-from service.client import NotFoundError
+from service.client import NotFoundError, ServiceError
+from service.client._ops_batch import route_missing
 
 __all__ = ["Options", "Transfer"]
 
@@ -48,6 +53,11 @@ class Options:
     part_size: int | None = None
     parallel_parts: int | None = None
     multipart_threshold: int = 64 * MIB
+    batch: bool = True
+    """Send small local files to a remote target in batch uploads (``--no-batch``: not)."""
+    batch_max_file: int = BATCH_MAX_FILE
+    batch_files: int = BATCH_FILES
+    batch_bytes: int = BATCH_BYTES
 
 
 @dataclass
@@ -90,6 +100,13 @@ class Transfer:
         self.progress = progress
         self.summary = Summary()
         self._lock = threading.Lock()
+        self._batching = (
+            options.batch
+            and isinstance(source, LocalEnd)
+            and not source.single
+            and isinstance(target, RemoteEnd)
+        )
+        """Whether small files go in batches (turned off when the server lacks the route)."""
 
     # -- the run ----------------------------------------------------------------------
 
@@ -106,7 +123,13 @@ class Transfer:
         self._report_summary()
         return EXIT_PARTIAL if self.summary.failed else EXIT_OK
 
-    def _tasks(self) -> Iterator[Callable[[], Result]]:
+    def _tasks(self) -> Iterator[Callable[[], Result | list[Result]]]:
+        options = self.options
+        batcher = Batcher(
+            options.batch_files,
+            options.batch_bytes,
+            min(options.batch_max_file, options.multipart_threshold),
+        )
         for source, target in merge(self.source.walk(), self.target.walk()):
             entry = source if source is not None else target
             assert entry is not None  # merge never yields (None, None)
@@ -119,12 +142,21 @@ class Transfer:
                 if self.options.remove and target is not None:
                     yield partial(self._remove, target)
                 continue
+            if self._batching and batcher.takes(source):
+                group = batcher.add((source, target))
+                if group:
+                    yield partial(self._batch, group)
+                continue
             yield partial(self._one, source, target)
+        group = batcher.rest()
+        if group:
+            yield partial(self._batch, group)
 
-    def _finished(self, result: Result | None, error: BaseException | None) -> None:
+    def _finished(self, result: Result | list[Result] | None, error: BaseException | None) -> None:
         if result is None:  # a task raised (a bug): still one clear line
             result = Result("failed", None, "", error=error)
-        self._report(result)
+        for one in result if isinstance(result, list) else [result]:
+            self._report(one)
 
     # -- one key ----------------------------------------------------------------------
 
@@ -145,6 +177,64 @@ class Transfer:
             return result
         except Exception as error:
             return Result("failed", source_name, target_name, source.size, error=error)
+
+    def _batch(self, pairs: list[Pair]) -> list[Result]:
+        """A group of small files: each decided as ``_one`` decides (skipped when the target
+        holds the same bytes), those to copy sent in one batch upload."""
+        results: list[Result] = []
+        sending: list[Entry] = []
+        for source, target in pairs:
+            try:
+                if target is None or not self._same(source, target):
+                    sending.append(source)
+                    continue
+                self.progress.advance(source.size)
+                results.append(self._moved(source, "skipped"))
+            except Exception as error:
+                results.append(self._failed(source, error))
+        if sending:
+            results += self._send_batch(sending)
+        return results
+
+    def _send_batch(self, entries: list[Entry]) -> list[Result]:
+        """Send ``entries`` as one batch; one result per file. A batch the server could not
+        take as a whole (no batch route, a failure of the request itself) goes up one PUT per
+        file, each reported as usual."""
+        source, target = self.source, self.target
+        assert isinstance(source, LocalEnd) and isinstance(target, RemoteEnd)
+        if self._batching:
+            items = [(target.key(entry.rel), source.path(entry.rel)) for entry in entries]
+            try:
+                outcomes = target.bucket.put_many(items)
+            except Exception as error:
+                if isinstance(error, ServiceError) and route_missing(error):
+                    self._batching = False  # an older server or a proxy: PUTs from now on
+            else:
+                results = []
+                for entry, outcome in zip(entries, outcomes, strict=True):
+                    if outcome.error is not None:
+                        results.append(self._failed(entry, outcome.error))
+                        continue
+                    self.progress.advance(entry.size)
+                    results.append(self._moved(entry, "copied"))
+                return results
+        return [self._one(entry, None) for entry in entries]
+
+    def _moved(self, source: Entry, status: str) -> Result:
+        """The result of a file the target now holds, its source removed for ``move``."""
+        source_name = self.source.display(source.rel)
+        target_name = self.target.display(source.rel)
+        try:
+            if self.options.move:
+                self._delete(self.source, source.rel)
+        except Exception as error:
+            return Result("failed", source_name, target_name, source.size, error=error)
+        return Result(status, source_name, target_name, source.size)
+
+    def _failed(self, source: Entry, error: BaseException) -> Result:
+        source_name = self.source.display(source.rel)
+        target_name = self.target.display(source.rel)
+        return Result("failed", source_name, target_name, source.size, error=error)
 
     def _same(self, source: Entry, target: Entry) -> bool:
         if source.size != target.size:
