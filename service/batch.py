@@ -190,19 +190,7 @@ def _stage_body(
     except BaseException:
         staging.discard()
         raise
-    if intent.expected_sha256 is not None and staged.sha256 != intent.expected_sha256:
-        with contextlib.suppress(OSError):
-            store.discard_staged(staged)
-        raise DigestMismatch(staged.sha256)
-    try:
-        store.promote(staged, payload_id, synced=synced)
-    except OSError:
-        with contextlib.suppress(OSError):
-            store.discard_staged(staged)
-        with contextlib.suppress(OSError):
-            store.remove([payload_id])
-        raise
-    return staged
+    return store.promote_checked(staged, payload_id, intent.expected_sha256, synced=synced)
 
 
 def stage_members(

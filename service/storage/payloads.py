@@ -215,6 +215,19 @@ class PayloadStore:
         except OSError:
             staging.discard()
             raise
+        return self.promote_checked(staged, payload_id, expected_sha256, synced=synced)
+
+    def promote_checked(
+        self,
+        staged: StagedPayload,
+        payload_id: str,
+        expected_sha256: str | None = None,
+        *,
+        synced: bool = True,
+    ) -> StagedPayload:
+        """``promote`` a finished staging file after checking its SHA-256 (``store_small``'s
+        last steps, shared with a batch's streamed members). ``DigestMismatch`` or an
+        ``OSError`` leaves neither the staging file nor the payload behind."""
         if expected_sha256 is not None and staged.sha256 != expected_sha256:
             with contextlib.suppress(OSError):
                 self.discard_staged(staged)

@@ -8,15 +8,14 @@ both flavours behave the same against the contract.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import hashlib
 import io
 import json
 import os
 import pathlib
-from collections.abc import AsyncIterator, Iterator
-from typing import Any, cast
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -36,7 +35,6 @@ from service.client import (
     QuotaExceededError,
     ServiceClient,
 )
-from tests.client.dualclient import LoopThread, blocking_view
 
 pytestmark = pytest.mark.e2e
 
@@ -45,30 +43,6 @@ MiB = 1024 * 1024
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-@pytest.fixture(params=["sync", "async"])
-def client(request: pytest.FixtureRequest, server: Any) -> Iterator[ServiceClient]:
-    if request.param == "sync":
-        with ServiceClient(server.connection_string) as sync_client:
-            yield sync_client
-        return
-    loop = LoopThread()
-    view = blocking_view(lambda: AsyncServiceClient(server.connection_string), loop)
-    try:
-        yield cast(ServiceClient, view)
-    finally:
-        view.close()
-        loop.stop()
-
-
-@pytest.fixture
-def bucket(client: ServiceClient, bucket_name: str) -> Iterator[BucketClient]:
-    client.buckets.create(bucket_name)
-    handle = client.bucket(bucket_name)
-    yield handle
-    with contextlib.suppress(NotFoundError):
-        handle.delete_bucket(force=True)
 
 
 # -- diagnostics -------------------------------------------------------------------------

@@ -3,18 +3,15 @@ real server (the shared one)."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import pathlib
 import tarfile
-from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from service.client import (
-    AsyncServiceClient,
     BadRequestError,
     BatchEntry,
     BucketClient,
@@ -23,33 +20,8 @@ from service.client import (
     ServiceClient,
 )
 from service.client._ops_batch import tar_stream
-from tests.client.dualclient import LoopThread, blocking_view
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(params=["sync", "async"])
-def client(request: pytest.FixtureRequest, server: Any) -> Iterator[ServiceClient]:
-    if request.param == "sync":
-        with ServiceClient(server.connection_string) as sync_client:
-            yield sync_client
-        return
-    loop = LoopThread()
-    view = blocking_view(lambda: AsyncServiceClient(server.connection_string), loop)
-    try:
-        yield cast(ServiceClient, view)
-    finally:
-        view.close()
-        loop.stop()
-
-
-@pytest.fixture
-def bucket(client: ServiceClient, bucket_name: str) -> Iterator[BucketClient]:
-    client.buckets.create(bucket_name)
-    handle = client.bucket(bucket_name)
-    yield handle
-    with contextlib.suppress(NotFoundError):
-        handle.delete_bucket(force=True)
 
 
 def test_put_many_stores_bytes_and_files_in_order(
