@@ -6,7 +6,6 @@ through ``dualclient.blocking_view``), against a real server.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -48,14 +47,6 @@ def client(request: pytest.FixtureRequest, server: ServerProcess) -> Iterator[Se
     finally:
         view.close()
         loop.stop()
-
-
-@pytest.fixture
-def bucket(client: ServiceClient, bucket_name: str) -> Iterator[BucketClient]:
-    client.buckets.create(bucket_name)
-    yield client.bucket(bucket_name)
-    with contextlib.suppress(NotFoundError):
-        client.buckets.delete(bucket_name, force=True)
 
 
 # -- lifecycle ---------------------------------------------------------------------------
