@@ -5,12 +5,14 @@ batch route still gets everything, one PUT per file."""
 from __future__ import annotations
 
 import http.server
+import json
 import math
 import os
 import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -131,10 +133,14 @@ def test_mirror_and_mv_batch_what_differs(
 
 class _NoBatchProxy(http.server.BaseHTTPRequestHandler):
     """Forwards everything to the server but the batch route, which it answers 404 as a
-    proxy or an older server would (a bare body, not the contract's)."""
+    proxy or an older server would (a bare body, not the contract's); with
+    ``fail_first_member`` it forwards batches too and rewrites each answer's first member into
+    a server failure (503), as when the writer stopped mid-batch."""
 
     protocol_version = "HTTP/1.1"
     upstream = ""
+    fail_first_member = False
+    """Forward batches, and answer each one's first member as failed by the server (503)."""
 
     def log_message(self, format: str, *args: object) -> None:
         return None
@@ -151,7 +157,8 @@ class _NoBatchProxy(http.server.BaseHTTPRequestHandler):
 
     def _forward(self) -> None:
         body = self._body()
-        if self.path.split("?")[0].endswith("/batch"):
+        batch = self.path.split("?")[0].endswith("/batch")
+        if batch and not self.fail_first_member:
             self.send_response(404)
             self.send_header("Content-Length", "9")
             self.end_headers()
@@ -162,20 +169,36 @@ class _NoBatchProxy(http.server.BaseHTTPRequestHandler):
         answer = httpx.request(
             self.command, self.upstream + self.path, headers=headers, content=body, timeout=30
         )
+        content = answer.content
+        if batch and answer.status_code == 200:
+            content = self._first_member_failed(answer.json())
         self.send_response(answer.status_code)
         for name, value in answer.headers.items():
             if name.lower() not in skip | {"content-encoding"}:
                 self.send_header(name, value)
-        self.send_header("Content-Length", str(len(answer.content)))
+        self.send_header("Content-Length", str(len(content)))
         self.end_headers()
-        self.wfile.write(answer.content)
+        self.wfile.write(content)
+
+    @staticmethod
+    def _first_member_failed(document: dict[str, Any]) -> bytes:
+        """The answer as if the writer had stopped before answering for the first member
+        (which the server did store: such a member's fate is unknown to the client)."""
+        first = document["results"][0]
+        message = "the metadata writer stopped before answering; retry"
+        error = {"code": "ServiceUnavailable", "message": message, "status": 503}
+        document["results"][0] = {"key": first["key"], "error": error}
+        document["stored"] -= 1
+        document["failed"] += 1
+        return json.dumps(document).encode()
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 
 
-@pytest.fixture
-def proxy_url(cli_server: ServerProcess) -> Iterator[str]:
-    handler = type("Handler", (_NoBatchProxy,), {"upstream": cli_server.url})
+@pytest.fixture(params=[False, True], ids=["no-batch-route", "member-failed"])
+def proxy_url(request: pytest.FixtureRequest, cli_server: ServerProcess) -> Iterator[str]:
+    attributes = {"upstream": cli_server.url, "fail_first_member": request.param}
+    handler = type("Handler", (_NoBatchProxy,), attributes)
     proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=proxy.serve_forever, daemon=True)
     thread.start()
@@ -184,6 +207,7 @@ def proxy_url(cli_server: ServerProcess) -> Iterator[str]:
     proxy.server_close()
 
 
+@pytest.mark.parametrize("proxy_url", [False], indirect=True, ids=["no-batch-route"])
 def test_a_server_without_the_batch_route_gets_one_put_per_file(
     svc: Svc,
     api: httpx.Client,
@@ -201,6 +225,29 @@ def test_a_server_without_the_batch_route_gets_one_put_per_file(
     assert summary(documents)["copied"] == len(files) and summary(documents)["failed"] == 0
     assert requests_count(api, BATCH_ROUTE, "POST") == batches  # the proxy answered them
     assert requests_count(api, PUT_ROUTE, "PUT") - puts == len(files)
+    back = tmp_path / "back"
+    svc("cp", "-r", f"local/{bucket}/", str(back))
+    assert tree_files(back) == files
+
+
+@pytest.mark.parametrize("proxy_url", [True], indirect=True, ids=["member-failed"])
+def test_a_member_the_server_failed_goes_up_again_as_one_put(
+    svc: Svc,
+    api: httpx.Client,
+    bucket: str,
+    tmp_path: Path,
+    proxy_url: str,
+    cli_server: ServerProcess,
+) -> None:
+    source = tmp_path / "flaky-server"
+    files = small_tree(source, 30)
+    svc("alias", "set", "flaky", proxy_url, cli_server.access_key, cli_server.secret_key)
+    batches = requests_count(api, BATCH_ROUTE, "POST")
+    puts = requests_count(api, PUT_ROUTE, "PUT")
+    documents = svc("cp", "-r", "--json", str(source) + "/", f"flaky/{bucket}/").json()
+    assert summary(documents)["copied"] == len(files) and summary(documents)["failed"] == 0
+    assert requests_count(api, BATCH_ROUTE, "POST") - batches == 1
+    assert requests_count(api, PUT_ROUTE, "PUT") - puts == 1  # the first member, again
     back = tmp_path / "back"
     svc("cp", "-r", f"local/{bucket}/", str(back))
     assert tree_files(back) == files

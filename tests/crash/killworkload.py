@@ -241,8 +241,11 @@ class Worker:
         for key, data, result in zip(chosen, bodies, results, strict=True):
             member = fate
             if result is not None and "error" in result:
-                member = Fate.of_status(result["error"]["status"])
-                self.kit.problem(f"{what}: {key} refused: {result['error']}")
+                status = result["error"]["status"]
+                member = Fate.of_status(status)
+                # A member whose commit met a writer killed mid-batch: unknown, as a PUT's.
+                if not (self.kit.serving_killed and status == 503):
+                    self.kit.problem(f"{what}: {key} refused: {result['error']}")
             with self.kit.lock:
                 self.kit.ledger.put(bucket, key, data, member)
                 self.kit.note(member, f"{what}: {key}", key_thing(bucket, key))

@@ -198,8 +198,8 @@ class Transfer:
 
     def _send_batch(self, entries: list[Entry]) -> list[Result]:
         """Send ``entries`` as one batch; one result per file. A batch the server could not
-        take as a whole (no batch route, a failure of the request itself) goes up one PUT per
-        file, each reported as usual."""
+        take as a whole (no batch route, a failure of the request itself), and a member the
+        server failed (5xx) rather than refused, go up one PUT per file, reported as usual."""
         source, target = self.source, self.target
         assert isinstance(source, LocalEnd) and isinstance(target, RemoteEnd)
         if self._batching:
@@ -212,11 +212,16 @@ class Transfer:
             else:
                 results = []
                 for entry, outcome in zip(entries, outcomes, strict=True):
-                    if outcome.error is not None:
-                        results.append(self._failed(entry, outcome.error))
-                        continue
-                    self.progress.advance(entry.size)
-                    results.append(self._moved(entry, "copied"))
+                    refusal = outcome.error
+                    if refusal is not None and (refusal.status or 500) >= 500:
+                        # The server's trouble, not the file's (a writer restarting, say):
+                        # one PUT of it, with the client's retries.
+                        results.append(self._one(entry, None))
+                    elif refusal is not None:
+                        results.append(self._failed(entry, refusal))
+                    else:
+                        self.progress.advance(entry.size)
+                        results.append(self._moved(entry, "copied"))
                 return results
         return [self._one(entry, None) for entry in entries]
 
