@@ -115,6 +115,32 @@ Outcome = MemberStored | MemberFailure
 Runner = Callable[[Callable[[], T]], Awaitable[T]]
 
 
+MAX_EXTENDED_HEADER = 64 * 1024
+"""Bytes of one pax or GNU long-name header: ``tarfile`` reads such a header into memory
+whole, and a member's key (1 KiB) and metadata (8 KiB) need far less."""
+_EXTENDED_TYPES = (
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+)
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """A ``TarInfo`` that refuses an extended header larger than ``MAX_EXTENDED_HEADER``
+    before ``tarfile`` reads it into memory (else one request could fill the server's RAM
+    with a header as large as the body limit)."""
+
+    def _proc_member(self, archive: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type in _EXTENDED_TYPES and self.size > MAX_EXTENDED_HEADER:
+            raise tarfile.HeaderError(
+                f"an extended header of {self.size} bytes (at most {MAX_EXTENDED_HEADER})"
+            )
+        member: tarfile.TarInfo = super()._proc_member(archive)  # type: ignore[misc]
+        return member
+
+
 @dataclass(frozen=True, slots=True)
 class BatchLimits:
     """What one batch may hold."""
@@ -229,7 +255,9 @@ def _read_members(
 ) -> None:
     tail = _TailReader(source)
     try:
-        with tarfile.open(fileobj=tail, mode="r|", bufsize=STREAM_BUFFER) as archive:  # type: ignore[call-overload]
+        with tarfile.open(  # type: ignore[call-overload]
+            fileobj=tail, mode="r|", bufsize=STREAM_BUFFER, tarinfo=_BoundedTarInfo
+        ) as archive:
             members = 0
             for info in archive:
                 members += 1

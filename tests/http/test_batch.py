@@ -208,6 +208,21 @@ def test_a_body_that_is_not_a_valid_tar_is_400_and_stores_nothing(
     assert payload_files(batch_server) == before  # the members staged before the damage: gone
 
 
+def test_an_extended_header_over_64_kib_is_400_before_it_is_read_whole(
+    api: httpx.Client, bucket: str, batch_server: ServerProcess
+) -> None:
+    fits = {"f0": {"SERVICE.meta.note": "n" * 7000}}
+    answer = post_batch(api, bucket, make_tar([("f0", b"kept")], pax=fits))
+    assert answer.status_code == 200 and answer.json()["stored"] == 1, answer.text
+    huge = {"f2": {"SCHILY.xattr.user.blob": "x" * (65 * 1024)}}
+    before = payload_files(batch_server)
+    answer = post_batch(api, bucket, make_tar([("f1", b"a"), ("f2", b"b")], pax=huge))
+    assert_error(answer, 400, "InvalidArgument")
+    assert "extended header" in answer.json()["error"]["message"]
+    assert keys_of(api, bucket) == ["f0"]
+    assert payload_files(batch_server) == before
+
+
 def test_a_batch_of_only_directories_and_an_empty_archive_store_nothing(
     api: httpx.Client, bucket: str
 ) -> None:
