@@ -143,6 +143,9 @@ class DirectParts:
             claim.opened, claim.lock = await engine.run_blocking(self._open_locked, claim)
         except OSError as exc:
             log.warning("claiming part %d of upload %s failed: %s", number, claim.upload_id, exc)
+        except BaseException:
+            self.release(claim)
+            raise
         if claim.lock is None or not self._still_free(session.upload_id, number):
             self.release(claim)
             return None

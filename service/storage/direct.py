@@ -184,8 +184,10 @@ class RegionWriter:
                 self._size += len(unit)
                 self._unflushed += len(unit)
                 if self._sync is not None and self._unflushed >= WRITEBACK_BYTES:
+                    # This part's pages only: the others' writers start their own.
+                    end = self._offset + self._size
+                    file.start_writeback(end - self._unflushed, self._unflushed)
                     self._unflushed = 0
-                    file.start_writeback()
         except OSError:
             if hasher is not None:
                 hasher.wait()

@@ -94,22 +94,27 @@ def test_parts_served_by_both_processes_land_in_one_file_and_seal_into_the_objec
 
 def test_a_part_resent_from_either_process_is_what_completes(strict: ServerProcess) -> None:
     upload_id = start(strict, "resent")
-    first = {n: os.urandom(S) for n in (1, 2)}
-    for number, data in first.items():
-        put_part(strict, upload_id, number, data)
+    for number in (1, 2):
+        put_part(strict, upload_id, number, os.urandom(S))
     stored_region = upload_file(strict, upload_id).read_bytes()
     again = {n: os.urandom(S) for n in (1, 2)}
-    with ThreadPoolExecutor(4) as pool:  # each number twice at once, on any process
-        resent = list(
-            pool.map(lambda item: put_part(strict, upload_id, *item), [*again.items()] * 2)
-        )
-    assert {p["etag"] for p in resent} == {hashlib.sha256(d).hexdigest() for d in again.values()}
-    assert upload_file(strict, upload_id).read_bytes() == stored_region  # never overwritten
-    manifest = [{"part_number": n, "etag": hashlib.sha256(again[n]).hexdigest()} for n in (1, 2)]
+    with ThreadPoolExecutor(2) as pool:  # both stored in place: the new bytes go elsewhere
+        list(pool.map(lambda item: put_part(strict, upload_id, *item), again.items()))
+    assert upload_file(strict, upload_id).read_bytes() == stored_region
+    last = os.urandom(S // 2)
+    with ThreadPoolExecutor(4) as pool:  # one number four times at once, on any process
+        sent = list(pool.map(lambda _: put_part(strict, upload_id, 3, last), range(4)))
+    assert {part["etag"] for part in sent} == {hashlib.sha256(last).hexdigest()}
+    whole = again[1] + again[2] + last
+    manifest = [
+        {"part_number": n, "etag": hashlib.sha256(data).hexdigest()}
+        for n, data in ((1, again[1]), (2, again[2]), (3, last))
+    ]
     with fresh_client(strict) as client:
         response = client.post(f"/multipart/{upload_id}/complete", json={"parts": manifest})
         assert response.status_code == 200, response.text
-        assert client.get(f"/buckets/{BUCKET}/objects/resent").content == again[1] + again[2]
+        assert response.json()["sha256_checksum"] == hashlib.sha256(whole).hexdigest()
+        assert client.get(f"/buckets/{BUCKET}/objects/resent").content == whole
 
 
 def test_abort_through_a_worker_removes_the_upload_file(strict: ServerProcess) -> None:
