@@ -43,6 +43,7 @@ from pathlib import Path
 
 from bench import (
     FULL,
+    GIB,
     KIB,
     MIB,
     REPO,
@@ -54,6 +55,7 @@ from bench import (
     make_data_file,
     scratch_dir,
 )
+from bench.anchors import cpu_seconds
 from bench.memory_bench import peak_rss_mib
 from bench.server_bench import BUCKET, size_label, start_server
 from service.client import ServiceClient
@@ -174,7 +176,11 @@ def big_copy(
     cases = {"multipart": svc, "single": lambda: svc(*single), "curl": curl}
     if not single_put:
         del cases["single"]
-    results = interleave(cases, profile.repeats)
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
+    results = interleave(
+        {name: server_cpu_of(server, case, cpu[name]) for name, case in cases.items()},
+        profile.repeats,
+    )
     for key in written:
         bucket.delete(key)
     client.close()
@@ -187,7 +193,7 @@ def big_copy(
             anchor=f"curl -T {label}",
             anchor_values=results["curl"],
             target=0.9,
-            notes="includes the server's complete",
+            notes=f"includes the server's complete; {cpu_per_gib(cpu, size)}",
         ),
     ]
     if not single_put:
@@ -203,6 +209,28 @@ def big_copy(
             target=0.9,
         ),
     ]
+
+
+def server_cpu_of(
+    server: ServerProcess, case: Callable[[], float], into: list[float]
+) -> Callable[[], float]:
+    """``case``, noting the CPU seconds the server's processes spent meanwhile in ``into``."""
+
+    def measured() -> float:
+        assert server.process is not None
+        pid = server.process.pid
+        before = cpu_seconds(pid)
+        result = case()
+        into.append(cpu_seconds(pid) - before)
+        return result
+
+    return measured
+
+
+def cpu_per_gib(cpu: dict[str, list[float]], size: int) -> str:
+    """``server CPU s/GiB: multipart 4.1, curl 2.0`` (medians)."""
+    per = {name: statistics.median(values) * GIB / size for name, values in cpu.items() if values}
+    return "server CPU s/GiB: " + ", ".join(f"{name} {value:.1f}" for name, value in per.items())
 
 
 def make_tree(root: str, count: int) -> list[str]:

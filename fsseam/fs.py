@@ -68,8 +68,9 @@ class WritableFile(Protocol):
         """Make everything written so far durable."""
         ...
 
-    def start_writeback(self) -> None:
-        """Start writing what was written so far to the disk, without waiting for it.
+    def start_writeback(self, offset: int = 0, count: int = 0) -> None:
+        """Start writing what was written so far to the disk, without waiting for it: the
+        whole file, or ``count`` bytes from ``offset`` when ``count`` is given.
 
         A hint with no durability promise (only ``fsync`` makes one): a large file whose
         pages go to the disk while more is written leaves its final ``fsync`` little to do.
@@ -349,11 +350,11 @@ class _RealWritableFile:
     def fsync(self) -> None:
         os.fsync(self._fd)
 
-    def start_writeback(self) -> None:
-        # SYNC_FILE_RANGE_WRITE over the whole file: queue the dirty pages for writing and
+    def start_writeback(self, offset: int = 0, count: int = 0) -> None:
+        # SYNC_FILE_RANGE_WRITE (count 0: to the end): queue the dirty pages for writing and
         # return. A failure here is only a lost hint; the fsync that follows reports errors.
         if _sync_file_range is not None:
-            _sync_file_range(self._fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
+            _sync_file_range(self._fd, offset, count, _SYNC_FILE_RANGE_WRITE)
 
     def truncate(self, size: int) -> None:
         os.ftruncate(self._fd, size)

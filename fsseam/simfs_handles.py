@@ -75,7 +75,7 @@ class SimWritableFile(_SimHandle):
             self._check()
             self._fs.fsync_node(self._node, self._path)
 
-    def start_writeback(self) -> None:
+    def start_writeback(self, offset: int = 0, count: int = 0) -> None:
         """A hint without a promise: the simulated disk keeps the bytes volatile until an
         fsync, as a real one may, so this changes nothing."""
         with self._fs.lock:

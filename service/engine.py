@@ -71,6 +71,9 @@ T = TypeVar("T")
 class Engine:
     """Owns the journal, the metadata state and the payload store of one data dir."""
 
+    commits_here = True
+    """False in a worker of several serving processes, whose commits go to the writer."""
+
     def __init__(
         self,
         config: Config,
@@ -290,6 +293,10 @@ class Engine:
         return self.key_usage.last_used(self.state, access_key_id)
 
     # -- blocking work ----------------------------------------------------------------
+
+    def begin_request(self) -> None:
+        """The next read of ``state`` must see every commit answered so far: always so here
+        (a worker checks the shared index again)."""
 
     async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on the engine's thread pool."""

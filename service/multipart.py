@@ -295,6 +295,7 @@ async def complete_upload(
         )
     finally:
         engine.uploads_completing.discard(session.upload_id)
+        direct_parts_of(engine).completed(session.upload_id)
     crashpoints.hit("multipart.after_complete_record")
     if not outcome.ok or not isinstance(outcome.value, ObjectVersion):
         raise outcome_error(outcome)

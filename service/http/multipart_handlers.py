@@ -188,7 +188,7 @@ class MultipartPartHandler(StreamingBodyHandler):
         self.upload_session = session
         room = part_quota_room(engine, session)
         direct = direct_parts_of(engine)
-        self.claim = direct.claim(session, self.part_number, self.declared_length())
+        self.claim = await direct.claim(session, self.part_number, self.declared_length())
         create = None if self.claim is None else direct.writer(self.claim)
         try:
             await self.begin_body(room, create=create)

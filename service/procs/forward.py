@@ -4,9 +4,12 @@ The event stream (the event feed), webhook status, scrub and lifecycle runs, vid
 job runner), health and system info (the journal), system performance (every process's
 figures, ``service.procs.notes``), metrics (every process's, ``service.procs.shared_metrics``),
 logins (one throttle for the whole service), access keys (last use, noted by every process
-and gathered in the writer) and the creation of multipart sessions (so that the per-user cap
-on open sessions counts every creation in flight in one place, ``service.http.caps``; the
-parts and ``complete`` stay on any process) are answered by the writer alone. A worker
+and gathered in the writer), the creation of multipart sessions (so that the per-user cap
+on open sessions counts every creation in flight in one place, ``service.http.caps``) and
+the rest of a session's life but its parts: its status, abort and ``complete`` (the writer
+keeps the object's SHA-256 carried over the parts written in place, from every process, and
+seals their file, ``service.multipart_direct``; the parts stay on any process) are answered
+by the writer alone. A worker
 passes such a request to the writer's second HTTP listener, a unix socket beside the commit
 socket, and streams the answer back as it comes (an event stream included).
 The writer trusts that listener's ``X-Real-Ip`` so throttles and the access log see the
@@ -45,6 +48,8 @@ WRITER_ROUTES = (
     rf"{API}/access-keys",
     rf"{API}/access-keys/[^/]+",
     rf"{API}/multipart/init",
+    rf"{API}/multipart/[^/]+",
+    rf"{API}/multipart/[^/]+/complete",
     rf"{API}/system/info",
     rf"{API}/system/performance",
     rf"{API}/metrics",

@@ -49,6 +49,8 @@ either lost)."""
 class WorkerEngine(Engine):
     """An ``Engine`` whose state is the writer's index and whose commits go to the writer."""
 
+    commits_here = False
+
     def __init__(self, config: Config, link: WriterLink, *, fs: FileSystem | None = None) -> None:
         super().__init__(config, fs=fs)
         self._link = link

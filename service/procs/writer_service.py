@@ -29,6 +29,7 @@ from typing import Any
 from service.api_errors import ApiError
 from service.engine import Engine
 from service.index.lmdb_index import LmdbObjectIndex
+from service.multipart_direct import direct_parts_of
 from service.observability import PerformanceRecorder
 from service.procs.wire import (
     NOTE_ID,
@@ -112,6 +113,9 @@ class CommitService:
         if not out.is_closing():
             with contextlib.suppress(ConnectionError):
                 out.write(pack(message))
+        if message[1] == OK and outcome.ok:
+            # A part a worker wrote in place: the writer carries the object's hash over it.
+            await direct_parts_of(self._engine).note_committed(event)
 
 
 class _Quarantine(set[str]):

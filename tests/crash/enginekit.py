@@ -479,7 +479,7 @@ class SimMachine:
         except ApiError as error:
             return Result(error.status, code=error.code, headers=response_headers(error))
         parts = direct_parts_of(engine)
-        claim = parts.claim(session, number, len(data)) if in_place else None
+        claim = await parts.claim(session, number, len(data)) if in_place else None
         try:
             staged = await self._stage(data, 2, None if claim is None else parts.writer(claim))
             if isinstance(staged, Result):

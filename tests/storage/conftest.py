@@ -40,10 +40,10 @@ class _WatchedFile:
         self._owner.before_fsync(self)
         self.inner.fsync()
 
-    def start_writeback(self) -> None:
+    def start_writeback(self, offset: int = 0, count: int = 0) -> None:
         if isinstance(self._owner, RecordingFileSystem):
             self._owner.writebacks.append(self.path)
-        self.inner.start_writeback()
+        self.inner.start_writeback(offset, count)
 
     def truncate(self, size: int) -> None:
         self.inner.truncate(size)
