@@ -62,8 +62,16 @@ def test_a_replaced_worker_listens_again(server_factory: ServerFactory) -> None:
     before = set(prefixes_of_new_connections(server))
     (victim,) = worker_pids(server)
     os.kill(victim, signal.SIGKILL)
-    wait_for(lambda: len(worker_pids(server)) == 1 and victim not in worker_pids(server))
-    (replacement,) = worker_pids(server)
+    seen: set[int] = set()
+
+    def replaced() -> bool:
+        seen.clear()
+        seen.update(worker_pids(server))  # one reading, checked and kept
+        return len(seen) == 1 and victim not in seen
+
+    wait_for(replaced)
+    (replacement,) = seen
+    assert worker_pids(server) == {replacement}, server.logs()[-3000:]
     after = prefixes_of_new_connections(server)
     assert len(set(after)) == 2
     assert len(set(after) - before) == 1, "the new worker answered no connection"
