@@ -223,17 +223,14 @@ class BucketClient(Handle):
     def put_many(
         self, items: Iterable[BatchItem], *, prefix: str = ""
     ) -> builtins.list[PutManyResult]:
-        """Store many objects in one request (a batch upload, docs/batch.md) and return one
-        ``PutManyResult`` per entry, in order: ``.object`` when stored, ``.error`` (a
-        ``ServiceError``) when the server refused that entry alone; the others are stored.
-
-        ``items`` are ``(key, data)`` pairs or ``BatchEntry`` objects (with a content type
-        and metadata), where data is bytes or a path (``pathlib.Path``). They are read and
-        sent as one tar stream while it is built, so memory holds one entry at a time;
-        entries of up to 1 MiB carry their SHA-256, which the server verifies. ``prefix``
-        goes before every key. A failure of the whole request (a body the server could not
-        read, credentials, no such bucket) raises, and then nothing was stored. The request
-        is not retried (the entries may be an iterator).
+        """Store many objects in one request (a batch upload, docs/batch.md): one
+        ``PutManyResult`` per entry, in order, with ``.object`` when stored or ``.error``
+        when the server refused that entry alone. ``items``: ``(key, data)`` pairs or
+        ``BatchEntry`` objects, data being bytes or a ``pathlib.Path``, sent as one tar
+        stream while it is built (memory holds one entry); entries of up to 1 MiB carry
+        their SHA-256, verified by the server. ``prefix`` goes before every key. A failure
+        of the whole request raises, and then nothing was stored; it is not retried (the
+        entries may be an iterator).
 
         Example: ``bucket.put_many([("a.txt", b"alpha"), ("b.jpg", Path("b.jpg"))])``
         """
