@@ -139,7 +139,10 @@ LOCK_HOLDER = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(not region_locks.supported(), reason="no OFD locks here")
+@pytest.mark.skipif(
+    not region_locks.supported(),
+    reason="no OFD locks on this OS (Linux >= 3.15): several processes keep per-part files",
+)
 def test_region_locks_conflict_across_processes_and_go_with_a_killed_holder(
     tmp_path: Path,
 ) -> None:
