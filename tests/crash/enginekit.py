@@ -38,8 +38,8 @@ from service.config import Config, Durability
 from service.engine.core import Engine
 from service.index.opening import BOOT_ID_PATH
 from service.meta import ObjectVersion, PartInfo
-from service.multipart.in_place import direct_parts_of
 from service.multipart import operations as multipart
+from service.multipart.in_place import direct_parts_of
 from service.ops import buckets, objects
 from service.ops.objects import PutIntent
 from service.storage import StagedPayload, StagingUpload, direct, entropy
