@@ -128,6 +128,7 @@ class Engine:
             segment_events=config.events_segment_events,
             retention_seconds=config.events_retention_seconds,
             retention_count=config.events_retention_count,
+            recent=config.events_recent,
         )
         """Object events derived from the committed records (``service.events.feed``)."""
         self.journal: Journal | None = None
@@ -347,7 +348,7 @@ class Engine:
         if event.get("type") not in _OBJECT_EVENTS or not outcome.ok:
             self._rest_changed = True
         self._outcomes[record.sequence] = outcome
-        self.events.observe(record.sequence, event, outcome)
+        self.events.observe(record.sequence, event, outcome, self.state.bucket_id_of)
         if not self._strict and outcome.ok and "payload_id" in event:
             self._unsynced_payloads.add(event["payload_id"])
         crashpoints.hit("engine.after_apply")

@@ -142,7 +142,7 @@ def _replay(
             continue  # the index holds its effects already
         if index is not None and not index.in_batch:
             index.begin()
-        feed.observe(record.sequence, event, state.apply(event))
+        feed.observe(record.sequence, event, state.apply(event), state.bucket_id_of)
         last = event
         if index is not None and record.sequence % REPLAY_BATCH == 0:
             feed.write_pending()

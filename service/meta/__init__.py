@@ -11,6 +11,7 @@ No I/O here: no files, sockets or clocks (timestamps arrive inside events).
   ``lifecycle_state`` the buckets' lifecycle rules, ``notification_state`` their webhooks,
   ``refs`` the payload reference counts they share, ``listing`` its paging.
 - ``snapshot``: ``freeze`` / ``iter_snapshot`` / ``encode_snapshot`` / ``decode_snapshot``.
+- ``identity``: bucket identities, which outlive bucket names (every journal reader's).
 
 Thread-safety: a ``MetaState`` is used on the event-loop thread only; records, outcomes and
 frozen images may go to any thread.
@@ -18,6 +19,7 @@ frozen images may go to any thread.
 
 from service.meta import events
 from service.meta.frozen import FrozenState
+from service.meta.identity import is_bucket_id, legacy_bucket_id
 from service.meta.model import (
     NULL_VERSION_ID,
     AccessKey,
@@ -68,5 +70,7 @@ __all__ = [
     "encode_snapshot",
     "events",
     "freeze",
+    "is_bucket_id",
     "iter_snapshot",
+    "legacy_bucket_id",
 ]

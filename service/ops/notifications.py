@@ -98,7 +98,7 @@ def parse_webhooks(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 async def set_webhooks(engine: Engine, bucket: str, hooks: list[dict[str, Any]]) -> None:
     """Replace the bucket's webhooks (an empty list removes them). A URL whose host is an
     address the operator does not allow (``service.events.targets``) is refused with 400."""
-    require_bucket(engine, bucket)
+    record = require_bucket(engine, bucket)
     policy = TargetPolicy.parse(engine.config.webhook_allowed_networks)
     for index, hook in enumerate(hooks):
         problem = policy.literal_problem(hook["url"])
@@ -108,7 +108,11 @@ async def set_webhooks(engine: Engine, bucket: str, hooks: list[dict[str, Any]])
     after = engine.journal.stats().last_sequence if engine.journal is not None else 0
     outcome = await engine.commit(
         events.notifications_configured(
-            bucket=bucket, webhooks=hooks, after_sequence=after, at=now_ms()
+            bucket=bucket,
+            webhooks=hooks,
+            after_sequence=after,
+            at=now_ms(),
+            bucket_id=record.bucket_id,
         )
     )
     if not outcome.ok:
