@@ -65,6 +65,7 @@ from service.engine.core import Engine
 from service.http.bucket_handlers import encode_cursor
 from service.index.opening import INDEX_DIRNAME
 from service.meta import events
+from service.ops.buckets import new_bucket_id
 from tests.serverproc import ServerProcess
 
 SIZES = {"full": 1_000_000, "quick": 100_000, "smoke": 2_000}
@@ -104,7 +105,13 @@ async def _populate(data_dir: str, count: int) -> None:
     await engine.start()
     await engine.commit(
         events.bucket_created(
-            name=BUCKET, owner="u_bench", quota_bytes=None, versioning_enabled=False, tags={}, at=1
+            name=BUCKET,
+            owner="u_bench",
+            quota_bytes=None,
+            versioning_enabled=False,
+            tags={},
+            at=1,
+            bucket_id=new_bucket_id(),
         )
     )
     numbers = iter(range(count))

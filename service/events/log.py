@@ -21,6 +21,11 @@ again the events of every replayed record past the log's last line. A file is fs
 it is sealed, so only the last file can lose lines to a power cut: it is read whole at open
 and cut at its first bad line.
 
+Reading: a read finds each line's sequence from its first bytes (``line_sequence``: the
+writer puts ``sequence`` second) and parses nothing else; it starts at the mark nearest before
+its resume point (``_Marks``: where a line starts, about every ``MARK_BYTES``, noted by earlier
+reads), so a slice costs the same wherever it lies in the log.
+
 Every file operation goes through the ``fsseam`` seam. Methods block: call them from an
 executor thread (or before serving). Thread-safety: one writer thread at a time (the feed's
 flush lock); ``read`` may run concurrently with appends because it never reads past the

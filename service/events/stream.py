@@ -8,8 +8,8 @@ resume point; the HTTP handler (``service.http.event_handlers``) writes each and
   resuming from ``since=0`` take turns instead of holding the event loop.
 - The stream is authorised for as long as it is open: ``authority`` is asked again right
   before each slice is sent (with no await between the answer and the send, so no event
-  committed after a revocation is ever sent) and at least every ``RECHECK_SECONDS`` while
-  the stream is idle. When it names a reason (``StreamEnd``), the stream sends a last
+  committed after a revocation is ever sent) and every ``RECHECK_SECONDS`` while the stream
+  is idle. When it names a reason (``StreamEnd``), the stream sends a last
   ``event: end`` frame whose data is ``{"reason", "message"}`` and ends.
 - An idle stream sends a comment every ``HEARTBEAT_SECONDS`` (proxies keep it open, a client
   that went away is found). A stream whose reader fell behind the event log's retention
@@ -31,8 +31,9 @@ from service.events.feed import EventFeed, FeedEvent
 from service.events.scope import BucketScope
 
 HEARTBEAT_SECONDS = 15.0
-RECHECK_SECONDS = 1.0
-"""An idle stream asks ``authority`` again at least this often."""
+RECHECK_SECONDS = 0.5
+"""An idle stream asks ``authority`` again after at most this long: twice the contract's
+"at least once a second", so the loop's own delays leave it within a second."""
 
 END_REASONS = (
     "access_key_revoked",
@@ -104,6 +105,7 @@ class EventStream:
         server stops."""
         quiet_since = self._clock()
         while not self._stopping():
+            before = self.after
             try:
                 items = await self._next_slice()
             except LookupError:
@@ -117,6 +119,8 @@ class EventStream:
                 yield b"".join(event_frame(item) for item in items)
                 quiet_since = self._clock()
                 continue
+            if self.after != before:
+                continue  # other buckets' events only: on to the next slice
             await self._wait_or_stop(self._feed.wait(self.after, RECHECK_SECONDS))
             if self._clock() - quiet_since >= HEARTBEAT_SECONDS and not self._stopping():
                 yield b": keep-alive\n\n"

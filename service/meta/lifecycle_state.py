@@ -31,7 +31,7 @@ from service.meta import events, fields
 from service.meta.fields import MalformedEventError
 from service.meta.identity import identity_refusal
 from service.meta.model import NULL_VERSION_ID, ObjectVersion
-from service.meta.outcome import Outcome, accepted
+from service.meta.outcome import Outcome, accepted, rejected
 
 Handler = Callable[[Mapping[str, Any]], Outcome]
 
@@ -155,6 +155,23 @@ def judgment_problem(judged: Any, versions: Sequence[ObjectVersion]) -> str | No
     if not is_due(kind, versions, position, cutoff):
         return f"the version the lifecycle judged is no longer due ({kind})"
     return None
+
+
+def judged_refusal(
+    judged: Any,
+    versions: Sequence[ObjectVersion],
+    bucket_id_of: Callable[[str], str | None],
+    bucket: str,
+) -> Outcome | None:
+    """Why a lifecycle delete judged as ``judged`` must be refused now (None: it may apply):
+    the rule was another bucket's of the name (``service.meta.identity``), or the judged
+    version is no longer there and due (``judgment_problem``)."""
+    if isinstance(judged, Mapping):
+        refusal = identity_refusal(bucket_id_of, bucket, judged)
+        if refusal is not None:
+            return refusal
+    problem = judgment_problem(judged, versions)
+    return None if problem is None else rejected("PreconditionFailed", problem)
 
 
 class Lifecycle:

@@ -41,8 +41,8 @@ from service.meta import events, fields
 from service.meta.accounts import Accounts
 from service.meta.fields import MalformedEventError
 from service.meta.frozen import FrozenState, Versions
-from service.meta.identity import identity_refusal, legacy_bucket_id
-from service.meta.lifecycle_state import Lifecycle, judgment_problem
+from service.meta.identity import legacy_bucket_id
+from service.meta.lifecycle_state import Lifecycle, judged_refusal
 from service.meta.model import (
     NULL_VERSION_ID,
     AccessKey,
@@ -393,17 +393,9 @@ class MetaState:
             return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
         before = self._objects.versions(name, key)
         if "judged" in event:  # a lifecycle delete: only of the version it judged due
-            judged = event["judged"]
-            refusal = (
-                identity_refusal(self.bucket_id_of, name, judged)
-                if isinstance(judged, Mapping)
-                else None
-            )
+            refusal = judged_refusal(event["judged"], before, self.bucket_id_of, name)
             if refusal is not None:
                 return refusal
-            problem = judgment_problem(judged, before)
-            if problem is not None:
-                return rejected("PreconditionFailed", problem)
         released: list[str] = []
         if version_id is not None:
             index = _find(before, None if version_id == NULL_VERSION_ID else version_id)

@@ -9,12 +9,15 @@ event committed after the change (it re-checks before it sends).
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from urllib.parse import quote
 
 import httpx
 import pytest
 
+from service.client import ServiceClient, ServiceError
 from tests.events.streamkit import Watch, start_servers
 from tests.http.identitykit import Account, create_account, token_of
 from tests.serverproc import ServerProcess
@@ -53,6 +56,13 @@ def owned_bucket(server: ServerProcess, account: Account, name: str) -> None:
         assert client.post("/buckets", json={"name": name}).status_code == 201
 
 
+def owner_of_new_bucket(server: ServerProcess, admin: httpx.Client, name: str) -> Account:
+    """A new user, and the bucket ``name`` it created."""
+    account = create_account(admin)
+    owned_bucket(server, account, name)
+    return account
+
+
 def put(client: httpx.Client, bucket: str, key: str) -> None:
     response = client.put(obj(bucket, key), content=b"x")
     assert response.status_code == 200, response.text
@@ -76,8 +86,7 @@ def assert_end(watch: Watch, reason: str) -> None:
 def test_a_stream_ends_before_the_next_event_once_its_credentials_go(
     server: ServerProcess, admin: httpx.Client, bucket_name: str, change: str, reason: str
 ) -> None:
-    account = create_account(admin)
-    owned_bucket(server, account, bucket_name)
+    account = owner_of_new_bucket(server, admin, bucket_name)
     with Watch(server.api, bucket_name, auth=account.auth) as watch:
         assert watch.status == 200
         with account.client(server) as client:
@@ -100,8 +109,7 @@ def test_a_stream_ends_before_the_next_event_once_its_credentials_go(
 def test_an_idle_stream_ends_within_its_recheck_once_the_key_is_revoked(
     server: ServerProcess, admin: httpx.Client, bucket_name: str
 ) -> None:
-    account = create_account(admin)
-    owned_bucket(server, account, bucket_name)
+    account = owner_of_new_bucket(server, admin, bucket_name)
     with Watch(server.api, bucket_name, auth=account.auth) as watch:
         assert watch.status == 200
         revoked = admin.patch(f"/access-keys/{account.access_key}", json={"status": "revoked"})
@@ -113,8 +121,7 @@ def test_an_idle_stream_ends_within_its_recheck_once_the_key_is_revoked(
 def test_a_token_stream_ends_when_the_token_expires(
     server: ServerProcess, admin: httpx.Client, bucket_name: str
 ) -> None:
-    account = create_account(admin)
-    owned_bucket(server, account, bucket_name)
+    account = owner_of_new_bucket(server, admin, bucket_name)
     token = token_of(server, account)
     with Watch(server.api, bucket_name, headers={"Authorization": f"Bearer {token}"}) as watch:
         assert watch.status == 200, watch.error_body
@@ -124,8 +131,7 @@ def test_a_token_stream_ends_when_the_token_expires(
 def test_a_token_stream_ends_when_the_password_changes(
     server: ServerProcess, admin: httpx.Client, bucket_name: str
 ) -> None:
-    account = create_account(admin)
-    owned_bucket(server, account, bucket_name)
+    account = owner_of_new_bucket(server, admin, bucket_name)
     token = token_of(server, account)
     with Watch(server.api, bucket_name, headers={"Authorization": f"Bearer {token}"}) as watch:
         assert watch.status == 200, watch.error_body
@@ -192,8 +198,7 @@ def test_a_recreated_bucket_is_a_new_bucket_for_streams_and_replay(
 def test_a_bucket_recreated_by_its_own_owner_ends_the_old_stream(
     server: ServerProcess, admin: httpx.Client, bucket_name: str
 ) -> None:
-    account = create_account(admin)
-    owned_bucket(server, account, bucket_name)
+    account = owner_of_new_bucket(server, admin, bucket_name)
     with Watch(server.api, bucket_name, auth=account.auth) as old:
         assert old.status == 200
         with account.client(server) as client:
@@ -202,3 +207,35 @@ def test_a_bucket_recreated_by_its_own_owner_ends_the_old_stream(
             put(client, bucket_name, "new")
         assert_end(old, "bucket_deleted")
     assert old.events() == []
+
+
+def test_the_client_raises_what_ended_its_stream(
+    server: ServerProcess, admin: httpx.Client, bucket_name: str
+) -> None:
+    account = owner_of_new_bucket(server, admin, bucket_name)
+    url = f"http://{account.access_key}:{account.secret_key}@127.0.0.1:{server.port}"
+    raised: list[BaseException] = []
+    received: list[str] = []
+
+    def read() -> None:
+        with ServiceClient(url, timeout=None) as client:
+            try:
+                for event in client.bucket(bucket_name).events():
+                    received.append(event.key)
+            except ServiceError as error:
+                raised.append(error)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 20
+    with account.client(server) as client:
+        while not received:  # the stream is open once an event comes through
+            assert time.monotonic() < deadline
+            put(client, bucket_name, "seen")
+            time.sleep(0.2)
+    assert admin.patch(f"/access-keys/{account.access_key}", json={"status": "revoked"}).is_success
+    reader.join(20)
+    assert not reader.is_alive(), "the client kept reading after the stream ended"
+    (error,) = raised
+    assert isinstance(error, ServiceError) and error.code == "Unauthorized"
+    assert "revoked" in str(error)
