@@ -97,8 +97,7 @@ class BucketEventsHandler(ApiHandler):
             await self.flush()
             async with contextlib.aclosing(stream.frames()) as frames:
                 async for frame in frames:
-                    self.write(frame)
-                    self.bytes_out += len(frame)
+                    self.write(frame)  # counted in ``bytes_out`` by ``ApiHandler.write``
                     await self.flush()
             self.finish()
         except StreamClosedError:
