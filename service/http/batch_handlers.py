@@ -6,8 +6,8 @@ server, the body's size), then the body streams through a ``BodyPipe`` to a read
 that stages the members (``service.ops.batch``); the commits and the answer follow once the
 body ended. The answer is 200 with one outcome per member, in stream order: the Object, or
 ``{"key", "error": {"code", "message", "status"}}`` for a member refused by its own checks
-(as S3's multi-object delete reports each key). A body that is not a valid tar stores
-nothing and is 400 InvalidArgument.
+(as S3's multi-object delete reports each key). A body that is not a well-formed tar
+stores nothing and is 400 InvalidArgument.
 
 Thread-safety: event-loop thread only (the reader thread sees only the pipe).
 """
@@ -32,8 +32,20 @@ TAR_TYPES = frozenset({"application/x-tar", "application/tar"})
 MAX_CONTENT_LENGTH = 10**MAX_DIGITS - 1
 
 
-def batch_prefix(value: str) -> str:
-    """The ``prefix`` query argument, checked as the start of a key (empty is fine)."""
+def batch_prefix(values: list[bytes] | None) -> str:
+    """The ``prefix`` query argument (its last value, percent-decoded bytes), checked as
+    the start of a key (empty is fine). Read raw: Tornado's ``get_query_argument`` would
+    turn control characters into spaces and strip whitespace, storing keys the client did
+    not name.
+
+    >>> batch_prefix([b" a/"]), batch_prefix(None)
+    (' a/', '')
+    """
+    raw = values[-1] if values else b""
+    try:
+        value = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiError("InvalidKey", "prefix: key must be valid UTF-8") from None
     if value and (problem := key_problem(value)):
         raise ApiError("InvalidKey", f"prefix: {problem}")
     return value
@@ -72,7 +84,7 @@ class BatchHandler(StreamingBodyHandler):
             length = require_int(length_header, "Content-Length", 0, MAX_CONTENT_LENGTH)
             if length > ctx.config.max_object_bytes:
                 raise ApiError("EntityTooLarge", "the batch is larger than the server accepts")
-        prefix = batch_prefix(self.get_query_argument("prefix", ""))
+        prefix = batch_prefix(self.request.query_arguments.get("prefix"))
         self.authorize(Action.OBJECT_WRITE, bucket=self.bucket_name)
         ctx.engine.ensure_writable()
         require_bucket(ctx.engine, self.bucket_name)
