@@ -38,9 +38,14 @@ test-slow: $(STAMP) chromium
 bench: $(STAMP)
 	$(PY) -m bench
 
+# Each target runs for FUZZ_SECONDS; the batch reader starts from its committed seeds
+# (fuzz/corpus/batch_reader) and writes what it finds to .fuzz-corpus/ (not committed).
 fuzz: $(STAMP)
 	$(PY) -m pip install -q atheris
 	$(PY) fuzz/fuzz_journal_reader.py -max_total_time=$${FUZZ_SECONDS:-60}
+	mkdir -p .fuzz-corpus/batch_reader
+	$(PY) fuzz/fuzz_batch_reader.py .fuzz-corpus/batch_reader fuzz/corpus/batch_reader \
+		-max_len=131072 -max_total_time=$${FUZZ_SECONDS:-60}
 
 # -s: the soak prints its progress and "acknowledged operations checked: N, lost: M".
 soak: $(STAMP)

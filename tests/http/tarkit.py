@@ -8,12 +8,15 @@ other helpers build members, pax records and whole archives from it. ``ATTACKS``
 hostile shape the batch reader is tested against (over HTTP, in its unit tests and as the
 fuzz target's seed corpus), each with what the server must answer.
 
-Pure functions; no I/O.
+Pure functions; no I/O but ``write_corpus``.
 """
 
 from __future__ import annotations
 
+import io
+import tarfile
 from dataclasses import dataclass
+from pathlib import Path
 
 BLOCK = 512
 BOMB_BYTES = 64 * 1024 * 1024
@@ -83,6 +86,7 @@ def header(
     for offset, value in (raw or {}).items():
         block[offset : offset + len(value)] = value
     block[148:156] = checksum if checksum is not None else b"%06o\x00 " % sum(block)
+    assert len(block) == BLOCK
     return bytes(block)
 
 
@@ -346,3 +350,62 @@ ATTACKS: dict[str, Attack] = {
         ),
     ),
 }
+
+
+CORPUS_DIR = Path(__file__).resolve().parents[2] / "fuzz" / "corpus" / "batch_reader"
+"""The fuzz target's committed seeds (``fuzz/fuzz_batch_reader.py``)."""
+CORPUS_MAX_BYTES = 128 * 1024
+PIECE_SELECTOR = b"\x05"
+"""The fuzz target reads its first byte as the feeding size (5: 4096-byte pieces)."""
+
+
+def _written_by_tarfile(fmt: int) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w|", format=fmt) as archive:
+        for name, data in [
+            ("a.txt", b"alpha"),
+            ("dir/" + "n" * 120, b"long"),
+            ("d\u00e9j\u00e0", b""),
+        ]:
+            if fmt == tarfile.USTAR_FORMAT:
+                name = name[:100]
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            if fmt == tarfile.PAX_FORMAT:
+                info.pax_headers = {"SERVICE.meta.k": "v", "SERVICE.content_type": "text/plain"}
+            archive.addfile(info, io.BytesIO(data))
+        directory = tarfile.TarInfo("dir")
+        directory.type = tarfile.DIRTYPE
+        archive.addfile(directory)
+    return buffer.getvalue()
+
+
+def corpus() -> dict[str, bytes]:
+    """Every seed of the fuzz target, by file name: the attack shapes that fit
+    ``CORPUS_MAX_BYTES``, a short chain of extended headers, and what ``tarfile`` writes in
+    each format."""
+    seeds = {
+        f"{name}.tar": PIECE_SELECTOR + attack.body
+        for name, attack in ATTACKS.items()
+        if len(attack.body) < CORPUS_MAX_BYTES
+    }
+    seeds["pax_chain_short.tar"] = PIECE_SELECTOR + pax({"a": "1"}) * 3 + member("x", b"x") + END
+    for label, fmt in (
+        ("ustar", tarfile.USTAR_FORMAT),
+        ("gnu", tarfile.GNU_FORMAT),
+        ("pax", tarfile.PAX_FORMAT),
+    ):
+        seeds[f"valid_{label}.tar"] = PIECE_SELECTOR + _written_by_tarfile(fmt)
+    return seeds
+
+
+def write_corpus() -> None:
+    """Rewrite ``CORPUS_DIR`` from ``corpus()`` (after changing ``ATTACKS``)::
+
+    python -c "from tests.http.tarkit import write_corpus; write_corpus()"
+    """
+    CORPUS_DIR.mkdir(parents=True, exist_ok=True)
+    for stale in CORPUS_DIR.glob("*.tar"):
+        stale.unlink()
+    for name, data in corpus().items():
+        (CORPUS_DIR / name).write_bytes(data)

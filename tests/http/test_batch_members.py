@@ -15,9 +15,7 @@ from service.ops.tar_reader import Kind, Member
 LIMITS = BatchLimits(max_member_bytes=1000)
 
 
-def info(
-    name: str, size: int = 3, kind: Kind = Kind.FILE, refusal: str = "", **pax: str
-) -> Member:
+def info(name: str, size: int = 3, kind: Kind = Kind.FILE, refusal: str = "", **pax: str) -> Member:
     return Member(name=name, kind=kind, size=size, records=pax, refusal=refusal)
 
 
