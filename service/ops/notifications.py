@@ -56,7 +56,9 @@ def parse_webhook(doc: Any, index: int) -> dict[str, Any]:
         parts = urlsplit(url)
         valid_port = parts.port is None or parts.port > 0
     except ValueError:  # a bad port, or brackets around something that is no IPv6 address
-        raise _invalid(f"{where}: url must be an absolute http or https URL (bad host or port)")
+        raise _invalid(
+            f"{where}: url must be an absolute http or https URL (bad host or port)"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname or not valid_port:
         raise _invalid(f"{where}: url must be an absolute http or https URL")
     types = doc.get("events", [])
