@@ -124,3 +124,32 @@ def test_answers_match_the_document_with_one_process_and_with_three(
     only_several = ONLY_WITH_SEVERAL.get(route, set())
     assert answers["3"] - only_several == answers["1"]
     assert answers["3"] >= only_several
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("TRACE", "/health"),
+        ("QUERY", "/api/v1/system/info"),
+        ("TRACE", "/api/v1/system/performance"),
+        ("QUERY", "/api/v1/auth/login"),
+        ("TRACE", "/api/v1/multipart/init"),
+        ("PUT", "/api/v1/system/scrub"),
+    ],
+)
+def test_a_method_a_route_lacks_is_the_same_405_from_every_process(
+    servers: dict[str, ServerProcess], method: str, path: str
+) -> None:
+    """Routes a worker passes to the writer (``service.procs.forward``) included: the
+    contract's 405 with ``Allow``, whichever process takes the connection."""
+    one = servers["1"]
+    expected = httpx.request(method, one.url + path, auth=one.auth)
+    assert expected.status_code == 405 and expected.headers["allow"], expected.text
+    several = servers["3"]
+    # Twelve new connections, spread by the kernel over the three listeners: that none of
+    # them reaches a worker has a chance of (1/3)^12, two in a million.
+    for _ in range(12):
+        answer = httpx.request(method, several.url + path, auth=several.auth)
+        assert answer.status_code == 405, answer.text
+        assert answer.headers.get("allow") == expected.headers["allow"], answer.text
+        assert answer.json()["error"]["code"] == "MethodNotAllowed"
