@@ -7,14 +7,17 @@ DATA_DIR ?= ./data
 
 .PHONY: serve test test-slow lint typecheck bench fuzz soak clean chromium
 
+# pip says only what went wrong (-qq): its notes would bury the server's first lines.
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	@echo "installing the project and its tools into $(VENV)/ (a few minutes the first time)..."
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -qq --upgrade pip
+	@$(PY) -m pip install -qq -e '.[dev]'
+	@touch $(STAMP)
 
 serve: $(STAMP)
-	SERVICE_DATA_DIR=$${SERVICE_DATA_DIR:-$(DATA_DIR)} $(PY) -m service
+	@echo "svc is in $(VENV)/bin: to use it, run '. $(VENV)/bin/activate' in another terminal here"
+	@SERVICE_DATA_DIR=$${SERVICE_DATA_DIR:-$(DATA_DIR)} $(PY) -m service
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

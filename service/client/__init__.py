@@ -1,4 +1,4 @@
-"""Python client for the object storage service (contract: docs/client.md, API.md v1).
+"""Python client for the object storage service (contract: docs/client.md, docs/api.md v1).
 
     from service.client import ServiceClient
 

@@ -119,10 +119,18 @@ class WriterForwarder:
         self.client.close()
 
 
+class _EveryMethod:
+    """Contains every method: the writer answers each one, a method its route lacks with
+    the contract's 405 and ``Allow`` (not Tornado's bare page), as a single process does."""
+
+    def __contains__(self, method: object) -> bool:
+        return True
+
+
 class WriterProxyHandler(tornado.web.RequestHandler):
     """Pass the request to the writer; stream its answer back unchanged."""
 
-    SUPPORTED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+    SUPPORTED_METHODS = _EveryMethod()  # type: ignore[assignment]
 
     def initialize(self, ctx: AppContext, forwarder: WriterForwarder) -> None:
         self._ctx = ctx
