@@ -21,6 +21,7 @@ The tree (catch a branch to handle everything under it)::
     │   └── QuotaExceededError        413 QuotaExceeded
     ├── UnsupportedMediaTypeError     415
     ├── InvalidRangeError             416 (``object_size`` from ``Content-Range: bytes */N``)
+    ├── TooManyRequestsError          429 (``retry_after``): a per-user cap stayed full
     └── ServerError                   any 5xx
         ├── InternalServerError       500
         ├── ServiceUnavailableError   503 (``retry_after`` seconds, when the server said)
@@ -67,6 +68,7 @@ __all__ = [
     "ServerError",
     "ServiceError",
     "ServiceUnavailableError",
+    "TooManyRequestsError",
     "TransportError",
     "UnexpectedResponseError",
     "UnsupportedMediaTypeError",
@@ -234,6 +236,26 @@ class InvalidRangeError(ServiceError):
         self.object_size = object_size
 
 
+class TooManyRequestsError(ServiceError):
+    """429: one of the user's caps (uploads in progress, open event streams) stayed full for
+    the server's whole queue wait; nothing was done, so any request may be sent again after
+    ``retry_after`` seconds (when the server said)."""
+
+    default_code = "TooManyRequests"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, status=status, code=code, request_id=request_id)
+        self.retry_after = retry_after
+
+
 class ServerError(ServiceError):
     """5xx: the server failed; the request may be retried."""
 
@@ -286,6 +308,7 @@ _CLASS_BY_STATUS: Mapping[int, type[ServiceError]] = {
     413: PayloadTooLargeError,
     415: UnsupportedMediaTypeError,
     416: InvalidRangeError,
+    429: TooManyRequestsError,
     500: InternalServerError,
     503: ServiceUnavailableError,
     507: InsufficientStorageError,
@@ -327,8 +350,9 @@ def error_from_response(status: int, headers: Mapping[str, str], body: bytes) ->
             request_id=request_id,
             object_size=_unsatisfied_size(headers.get("Content-Range")),
         )
-    if cls is ServiceUnavailableError:
-        return ServiceUnavailableError(
+    if cls is ServiceUnavailableError or cls is TooManyRequestsError:
+        waiting = TooManyRequestsError if cls is TooManyRequestsError else ServiceUnavailableError
+        return waiting(
             message,
             status=status,
             code=code,

@@ -1,14 +1,15 @@
 """The HTTP/1.1 connection under the application: protocol-level refusals and deadlines.
 
 Tornado answers a request it cannot parse (a bad request line or header, a bad
-``Content-Length``, a body over the connection's limit) with a bare
-``HTTP/1.1 400 Bad Request`` and closes the connection, often with the client's bytes
-unread, so the client sees a reset instead of the answer. Here those refusals are the
+``Content-Length``, a body over the connection's limit, an HTTP/1.1 request without one good
+``Host``) with a bare ``HTTP/1.1 400 Bad Request`` and closes the connection, often with the
+client's bytes unread, so the client sees a reset instead of the answer. Here those refusals are the
 contract's: an ``X-Request-Id`` and the JSON error envelope, 413 EntityTooLarge for a body
 over its limit (a JSON body over 1 MiB), 400 otherwise; then ``Connection: close`` and a
 short lingering close (what the client still sends is read and dropped for up to
 ``LINGER_SECONDS`` / ``LINGER_BYTES``) so the answer reaches a client that sends its whole
-body before it reads.
+body before it reads. Every answer leaves with exactly one ``Server`` header
+(``write_headers``), whoever built it.
 
 Deadlines: a connection may wait ``idle_timeout`` seconds for the first byte of a request,
 then must finish the request's headers within ``header_deadline`` seconds of that byte
@@ -26,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from http.client import responses
@@ -42,7 +44,7 @@ from tornado.http1connection import (
 from service.common.api_errors import ApiError
 from service.common.timefmt import http_date, now_ms
 from service.common.wire import HEADER_REQUEST_ID
-from service.http.request_contract import render_error
+from service.http.request_contract import SERVER_NAME, render_error
 
 log = logging.getLogger("service.http")
 
@@ -52,6 +54,9 @@ idle timeout, when that is shorter: ``header_deadline``)."""
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 64 * 1024 * 1024
 BODYLESS = ("GET", "HEAD", "DELETE", "OPTIONS")
+
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+;=%-]*)(:[0-9]*)?")
+"""``uri-host [ ":" port ]`` (RFC 3986): an IP literal or a registered name."""
 
 Observer = Callable[[str, int, int, str | None], None]
 """Told of each protocol-level refusal: (request id, status, bytes sent, remote address)."""
@@ -86,13 +91,30 @@ def refusal_for(exc: httputil.HTTPInputError, method: str | None) -> ProtocolRef
     return ProtocolRefusal(ApiError("InvalidArgument", f"malformed HTTP request: {reason}"))
 
 
+def host_problem(version: str, hosts: list[str]) -> str | None:
+    """What is wrong with a request's ``Host`` headers (RFC 9112 section 3.2), or None.
+
+    >>> host_problem("HTTP/1.1", []), host_problem("HTTP/1.0", [])
+    ('an HTTP/1.1 request must have a Host header', None)
+    >>> host_problem("HTTP/1.1", ["a", "b"]), host_problem("HTTP/1.1", ["[::1]:9000"])
+    ('a request must have one Host header', None)
+    """
+    if not hosts:
+        return None if version == "HTTP/1.0" else "an HTTP/1.1 request must have a Host header"
+    if len(hosts) > 1 or "," in hosts[0]:
+        return "a request must have one Host header"
+    if _HOST.fullmatch(hosts[0]) is None:
+        return "the Host header must be a host name or address, and a port"
+    return None
+
+
 def refusal_bytes(error: ApiError, request_id: str) -> bytes:
     """The whole answer to a refused request: status line, headers, envelope."""
     answer = render_error(error, request_id)
     reason = responses.get(answer.status, "Error")
     lines = [
         f"HTTP/1.1 {answer.status} {reason}",
-        "Server: service",
+        f"Server: {SERVER_NAME}",
         f"Date: {http_date(now_ms())}",
         *(f"{name}: {value}" for name, value in answer.headers),
         f"Content-Length: {len(answer.body)}",
@@ -127,12 +149,16 @@ class ServiceConnection(HTTP1Connection):
     def _parse_headers(self, data: bytes) -> tuple[str, httputil.HTTPHeaders]:
         try:
             start_line, headers = super()._parse_headers(self._first_byte + data)
-            self._method = httputil.parse_request_start_line(start_line).method
+            request_line = httputil.parse_request_start_line(start_line)
+            self._method = request_line.method
         except httputil.HTTPInputError as exc:
             raise refusal_for(exc, None) from None
         incoming = headers.get(HEADER_REQUEST_ID)
         if incoming is not None and self._valid_request_id(incoming):
             self._incoming_id = incoming
+        problem = host_problem(request_line.version, headers.get_list("Host"))
+        if problem is not None:
+            raise ProtocolRefusal(ApiError("InvalidArgument", problem))
         return start_line, headers
 
     def _read_body(
@@ -157,6 +183,8 @@ class ServiceConnection(HTTP1Connection):
         chunk: bytes | None = None,
     ) -> asyncio.Future[None]:
         self._answer_started = True
+        if isinstance(start_line, httputil.ResponseStartLine):
+            headers["Server"] = SERVER_NAME  # one, whoever built the answer (a proxy too)
         return super().write_headers(start_line, headers, chunk)
 
     async def _read_message(self, delegate: httputil.HTTPMessageDelegate) -> bool:
