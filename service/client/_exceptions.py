@@ -236,12 +236,8 @@ class InvalidRangeError(ServiceError):
         self.object_size = object_size
 
 
-class TooManyRequestsError(ServiceError):
-    """429: one of the user's caps (uploads in progress, open event streams) stayed full for
-    the server's whole queue wait; nothing was done, so any request may be sent again after
-    ``retry_after`` seconds (when the server said)."""
-
-    default_code = "TooManyRequests"
+class _SaysWhenToRetry(ServiceError):
+    """An answer that may say when to try again: ``retry_after`` seconds, or None."""
 
     def __init__(
         self,
@@ -254,6 +250,14 @@ class TooManyRequestsError(ServiceError):
     ) -> None:
         super().__init__(message, status=status, code=code, request_id=request_id)
         self.retry_after = retry_after
+
+
+class TooManyRequestsError(_SaysWhenToRetry):
+    """429: one of the user's caps (uploads in progress, open event streams) stayed full for
+    the server's whole queue wait; nothing was done, so any request may be sent again after
+    ``retry_after`` seconds (when the server said)."""
+
+    default_code = "TooManyRequests"
 
 
 class ServerError(ServiceError):
@@ -266,22 +270,10 @@ class InternalServerError(ServerError):
     """500: an unexpected failure on the server (nothing partial was kept)."""
 
 
-class ServiceUnavailableError(ServerError):
+class ServiceUnavailableError(ServerError, _SaysWhenToRetry):
     """503: the server refuses writes for now (e.g. read-only after a journal fault)."""
 
     default_code = "ServiceUnavailable"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        code: str | None = None,
-        request_id: str | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message, status=status, code=code, request_id=request_id)
-        self.retry_after = retry_after
 
 
 class InsufficientStorageError(ServerError):
@@ -350,9 +342,8 @@ def error_from_response(status: int, headers: Mapping[str, str], body: bytes) ->
             request_id=request_id,
             object_size=_unsatisfied_size(headers.get("Content-Range")),
         )
-    if cls is ServiceUnavailableError or cls is TooManyRequestsError:
-        waiting = TooManyRequestsError if cls is TooManyRequestsError else ServiceUnavailableError
-        return waiting(
+    if issubclass(cls, _SaysWhenToRetry):
+        return cls(
             message,
             status=status,
             code=code,
