@@ -30,12 +30,13 @@ from tornado.httputil import HTTPServerRequest
 
 from service.common.api_errors import ApiError
 from service.http.cors import CorsPolicy
+from service.http.host import HOST_NAME, split_host
 
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 DEFAULT_PORTS = {"http": 80, "https": 443}
-_HOST = r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]@?#]+)(?::(?P<port>[0-9]{1,5}))?"
-_ORIGIN = re.compile(r"(?P<scheme>https?)://" + _HOST, re.IGNORECASE)
-_HOST_HEADER = re.compile(_HOST)
+_ORIGIN = re.compile(
+    rf"(?P<scheme>https?)://(?P<host>{HOST_NAME})(?::(?P<port>[0-9]{{1,5}}))?", re.IGNORECASE
+)
 
 
 def _origin_parts(origin: str) -> tuple[str, str, int] | None:
@@ -71,12 +72,11 @@ def is_own_origin(origin: str, host: str | None, public_url: str | None) -> bool
     if parts is None:
         return False
     scheme, name, port = parts
-    if host is not None:
-        match = _HOST_HEADER.fullmatch(host.strip())
-        if match is not None and match["host"].lower() == name:
-            expected = int(match["port"]) if match["port"] else DEFAULT_PORTS[scheme]
-            if expected == port:
-                return True
+    target = split_host(host) if host is not None else None
+    if target is not None and target == (name, None if port == DEFAULT_PORTS[scheme] else port):
+        return True
+    if target is not None and target == (name, port):
+        return True
     if public_url:
         public = urlsplit(public_url)
         public_scheme = public.scheme.lower()

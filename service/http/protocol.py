@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable
 from http.client import responses
@@ -44,6 +43,7 @@ from tornado.http1connection import (
 from service.common.api_errors import ApiError
 from service.common.timefmt import http_date, now_ms
 from service.common.wire import HEADER_REQUEST_ID
+from service.http.host import host_problem
 from service.http.request_contract import SERVER_NAME, render_error
 
 log = logging.getLogger("service.http")
@@ -54,9 +54,6 @@ idle timeout, when that is shorter: ``header_deadline``)."""
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 64 * 1024 * 1024
 BODYLESS = ("GET", "HEAD", "DELETE", "OPTIONS")
-
-_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+;=%-]*)(:[0-9]*)?")
-"""``uri-host [ ":" port ]`` (RFC 3986): an IP literal or a registered name."""
 
 Observer = Callable[[str, int, int, str | None], None]
 """Told of each protocol-level refusal: (request id, status, bytes sent, remote address)."""
@@ -89,23 +86,6 @@ def refusal_for(exc: httputil.HTTPInputError, method: str | None) -> ProtocolRef
             ApiError("EntityTooLarge", "the request body is larger than this request accepts")
         )
     return ProtocolRefusal(ApiError("InvalidArgument", f"malformed HTTP request: {reason}"))
-
-
-def host_problem(version: str, hosts: list[str]) -> str | None:
-    """What is wrong with a request's ``Host`` headers (RFC 9112 section 3.2), or None.
-
-    >>> host_problem("HTTP/1.1", []), host_problem("HTTP/1.0", [])
-    ('an HTTP/1.1 request must have a Host header', None)
-    >>> host_problem("HTTP/1.1", ["a", "b"]), host_problem("HTTP/1.1", ["[::1]:9000"])
-    ('a request must have one Host header', None)
-    """
-    if not hosts:
-        return None if version == "HTTP/1.0" else "an HTTP/1.1 request must have a Host header"
-    if len(hosts) > 1 or "," in hosts[0]:
-        return "a request must have one Host header"
-    if _HOST.fullmatch(hosts[0]) is None:
-        return "the Host header must be a host name or address, and a port"
-    return None
 
 
 def refusal_bytes(error: ApiError, request_id: str) -> bytes:

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.http import cross_site, protocol, served_content
+from service.http import cross_site, host, served_content
 from service.http.cross_site import is_own_origin
-from service.http.protocol import host_problem
+from service.http.host import host_problem
 from service.http.served_content import attachment_disposition, is_active_type
 
 
-@pytest.mark.parametrize("module", [served_content, cross_site, protocol])
+@pytest.mark.parametrize("module", [served_content, cross_site, host])
 def test_doctests(module: ModuleType) -> None:
     failures, tried = doctest.testmod(module)
     assert failures == 0 and tried > 0
