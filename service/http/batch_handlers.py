@@ -88,7 +88,7 @@ class BatchHandler(StreamingBodyHandler):
         self.authorize(Action.OBJECT_WRITE, bucket=self.bucket_name)
         ctx.engine.ensure_writable()
         require_bucket(ctx.engine, self.bucket_name)
-        self.acquire_upload_slot()
+        await self.acquire_upload_slot()
         self.set_max_body_size(ctx.config.max_object_bytes)
         pipe = self.pipe = BodyPipe(asyncio.get_running_loop())
         limits = BatchLimits(max_member_bytes=ctx.config.max_object_bytes)

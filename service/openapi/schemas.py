@@ -217,6 +217,9 @@ SYSTEM_INFO = {
         "bytes_stored": COUNT,
         "multipart_uploads": COUNT,
         "uploads_in_flight": COUNT,
+        "uploads_waiting": COUNT,
+        "streams_open": COUNT,
+        "streams_waiting": COUNT,
         "media_jobs": {"type": "object", "additionalProperties": COUNT},
         "journal": {
             "type": "object",
