@@ -191,7 +191,7 @@ RULES: Mapping[str, Rule] = {
     "crash_point": Rule(test_only=True),
     "cors_origins": Rule(
         allowed="comma-separated origins (scheme://host[:port]) or *",
-        validator="service.http.cors:CorsPolicy.parse",
+        validator="service.limits.cors:CorsPolicy.parse",
     ),
     "webhook_allowed_networks": Rule(
         allowed="comma-separated CIDR networks or addresses (10.0.0.0/8,::1), or *",

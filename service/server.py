@@ -34,13 +34,13 @@ from tornado.netutil import bind_unix_socket
 
 from fsseam.fs import FileSystem, RealFileSystem
 from service import __version__
-from service.app import make_app, route_names
+from service.app import make_app, route_names, routes_at
 from service.auth import CREDENTIALS_FILENAME, BootstrapError, load_or_create_server_secret
 from service.common.timefmt import now_ms
 from service.config import Config, ConfigError, load_config
 from service.context import AppContext
 from service.engine.core import Engine, install_crash_hook
-from service.http.base import new_request_id, valid_request_id
+from service.http.base import Home, new_request_id, valid_request_id
 from service.http.protocol import ServiceHTTPServer, header_deadline
 from service.media.video_shares import reap_expired_shares
 from service.meta import events
@@ -185,7 +185,8 @@ async def serve(
             servers.append(internal)
     elif role is not None and isinstance(engine, WorkerEngine):
         forwarder = WriterForwarder(forward_socket_path(role.socket_path))
-        app.add_handlers(r".*", forwarder.routes(ctx))  # before every other route
+        # Before every other route.
+        app.add_handlers(r".*", forwarder.routes(ctx, routes_at(Home.JOURNAL)))
         delegate = FreshStateDelegate(app, engine)
         servers[0] = make_http_server(delegate, config, ctx)
     server = servers[0]

@@ -13,6 +13,7 @@ Thread-safety: handlers live on the event-loop thread.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import time
@@ -33,10 +34,12 @@ from service.http.request_contract import (
     record_finished,
     render_error,
     request_id_for,
+    response_head,
     tornado_error,
     valid_request_id,
 )
 from service.meta import MetaState
+from service.observability import FinishedRequest
 
 log = logging.getLogger("service.http")
 
@@ -45,6 +48,7 @@ BODYLESS_METHODS = ("GET", "HEAD", "DELETE")
 __all__ = [
     "BODYLESS_METHODS",
     "ApiHandler",
+    "Home",
     "NotFoundHandler",
     "authorize_action",
     "new_request_id",
@@ -70,12 +74,25 @@ def authorize_action(
         authorize(principal, action, Resource.service())
 
 
+class Home(enum.Enum):
+    """Where a route's answer lives (``ApiHandler.home``)."""
+
+    ANY = "any serving process"
+    """What every process holds: the payloads and the object index."""
+    JOURNAL = "the process that writes the journal"
+    """Its memory: the event feed, the job runner, the login throttle, the creations in
+    flight, the carried hashes of multipart uploads, every process's figures. A process
+    without it forwards the request there (``service.procs.forward``)."""
+
+
 class ApiHandler(tornado.web.RequestHandler):
     """Base of every API handler."""
 
     ctx: AppContext
     route_name: str = "unknown"
     """The route template used as the metrics label (never the raw path)."""
+    home: Home = Home.ANY
+    """Where the answer lives; a route of ``Home.JOURNAL`` is forwarded by a worker."""
     public: bool = False
     """Served without credentials (health, presigned and share requests decide themselves)."""
     principal: Principal
@@ -93,7 +110,8 @@ class ApiHandler(tornado.web.RequestHandler):
         self.bytes_in = 0
         self.bytes_out = 0
         self.holds_upload_slot = False
-        self.set_header(HEADER_REQUEST_ID, self.request_id)
+        for name, value in response_head(self.request_id):
+            self.set_header(name, value)
         self.cors_headers = ctx.cors.headers(self.request.headers.get("Origin"))
         for name, value in self.cors_headers:
             self.set_header(name, value)
@@ -163,17 +181,18 @@ class ApiHandler(tornado.web.RequestHandler):
             connection.close()  # type: ignore[attr-defined]
 
     def set_default_headers(self) -> None:
-        self.set_header("Server", "service")
         self.set_header("Cache-Control", "no-store")
 
     def clear(self) -> None:
-        """Reset headers and body (Tornado calls this before an error) but keep the request
-        id and the CORS headers; the body bytes counted so far are dropped with the body."""
+        """Reset headers and body (Tornado calls this before an error) but keep the head
+        (``response_head``) and the CORS headers; the body bytes counted so far are dropped
+        with the body."""
         super().clear()
         self.bytes_out = 0
         request_id = getattr(self, "request_id", None)
         if request_id:
-            self.set_header(HEADER_REQUEST_ID, request_id)
+            for name, value in response_head(request_id):
+                self.set_header(name, value)
         for name, value in getattr(self, "cors_headers", ()):
             self.set_header(name, value)
 
@@ -235,15 +254,17 @@ class ApiHandler(tornado.web.RequestHandler):
             self.ctx.requests_in_flight,
             self.ctx,
             self,
-            request_id=self.request_id,
-            route=self.route_name,
-            method=self.request.method or "-",
-            status=self.get_status(),
-            started_at=self.started_at,
-            bytes_in=self.bytes_in or len(self.request.body or b""),
-            bytes_out=self.bytes_out,
-            credential=self.credential_id,
-            remote=self.request.remote_ip,
+            FinishedRequest(
+                self.request_id,
+                self.request.method or "-",
+                self.route_name,
+                self.get_status(),
+                self.bytes_in or len(self.request.body or b""),
+                self.bytes_out,
+                time.perf_counter() - self.started_at,
+                self.credential_id,
+                self.request.remote_ip,
+            ),
         )
 
     def on_connection_close(self) -> None:

@@ -16,12 +16,12 @@ from service.common.wire import (
     NULL_VERSION_ID,
     QUERY_PART_NUMBER,
 )
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 from service.http.bucket_handlers import decode_cursor, encode_cursor, parse_limit
-from service.http.caps import MAX_OPEN_UPLOADS_PER_USER
 from service.http.object_handlers import parse_expected_sha256
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
+from service.limits.caps import MAX_OPEN_UPLOADS_PER_USER
 from service.meta import PartInfo, UploadSession
 from service.multipart.in_place import Claim, direct_parts_of
 from service.multipart.operations import (
@@ -57,6 +57,7 @@ def part_json(part: PartInfo) -> dict[str, Any]:
 
 class MultipartInitHandler(ApiHandler):
     route_name = "/api/v1/multipart/init"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("POST",)
 
     async def post(self) -> None:
@@ -128,6 +129,7 @@ def session_marker(cursor: str | None) -> tuple[str, int, str] | None:
 
 class MultipartSessionHandler(ApiHandler):
     route_name = "/api/v1/multipart/{upload_id}"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "DELETE")
 
     def session(self, upload_id: str, action: Action) -> UploadSession:
@@ -151,6 +153,7 @@ class MultipartSessionHandler(ApiHandler):
 
 class MultipartCompleteHandler(ApiHandler):
     route_name = "/api/v1/multipart/{upload_id}/complete"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("POST",)
 
     async def post(self, upload_id: str) -> None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from service.auth import Action
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 from service.ops.buckets import require_bucket
 from service.ops.notifications import parse_webhooks, set_webhooks
 
 
 class BucketNotificationsHandler(ApiHandler):
     route_name = "/api/v1/buckets/{bucket}/notifications"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "PUT", "DELETE")
 
     def _document(self, bucket: str) -> dict[str, Any]:

@@ -41,15 +41,20 @@ from tornado.iostream import StreamClosedError
 
 from service.auth import Action, Principal
 from service.common.api_errors import ApiError
-from service.common.timefmt import http_date, now_ms
 from service.common.wire import HEADER_REQUEST_ID, QUERY_VERSION_ID
 from service.context import AppContext
 from service.http.authn import authenticate, is_presigned, presigned_principal
 from service.http.base import authorize_action
 from service.http.file_body import send_file_body
 from service.http.read_plan import ReadPlan, plan_read
-from service.http.request_contract import record_finished, render_error, request_id_for
+from service.http.request_contract import (
+    record_finished,
+    render_error,
+    request_id_for,
+    response_head,
+)
 from service.meta import ObjectVersion
+from service.observability import FinishedRequest
 from service.ops.objects import read_small_window, read_window_now, resolve_version
 
 log = logging.getLogger("service.http")
@@ -210,15 +215,17 @@ class ObjectRead(HTTPMessageDelegate):
             self.ctx.requests_in_flight,
             self.ctx,
             self,
-            request_id=self.request_id,
-            route=self.router.route_name,
-            method=self.request.method or "-",
-            status=self.status,
-            started_at=self.started_at,
-            bytes_in=0,
-            bytes_out=self.bytes_out,
-            credential=self.credential_id,
-            remote=self.request.remote_ip,
+            FinishedRequest(
+                self.request_id,
+                self.request.method or "-",
+                self.router.route_name,
+                self.status,
+                0,
+                self.bytes_out,
+                time.perf_counter() - self.started_at,
+                self.credential_id,
+                self.request.remote_ip,
+            ),
         )
 
     def answer(self) -> Coroutine[Any, Any, None] | None:
@@ -298,9 +305,8 @@ class ObjectRead(HTTPMessageDelegate):
         """Write the status line, the server's headers and ``headers``, then ``body``."""
         self.status = status
         response = HTTPHeaders()
-        response["Server"] = "service"
-        response["Date"] = http_date(now_ms() // 1000 * 1000)
-        response[HEADER_REQUEST_ID] = self.request_id
+        for name, value in response_head(self.request_id):
+            response[name] = value
         origin = self.request.headers.get("Origin")
         for name, value in self.ctx.cors.headers(origin, public=self.router.any_origin):
             response[name] = value

@@ -13,7 +13,7 @@ from typing import Any
 from service import __version__
 from service.auth import Action
 from service.common.timefmt import rfc3339_seconds
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 
 LIBRARIES = ("tornado", "msgpack", "crc32c", "argon2-cffi", "pillow", "prometheus-client", "av")
 
@@ -30,6 +30,7 @@ def library_versions() -> dict[str, str | None]:
 
 class SystemInfoHandler(ApiHandler):
     route_name = "/api/v1/system/info"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET",)
 
     async def get(self) -> None:
@@ -81,6 +82,7 @@ class SystemInfoHandler(ApiHandler):
 
 class SystemPerformanceHandler(ApiHandler):
     route_name = "/api/v1/system/performance"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET",)
 
     def get(self) -> None:
@@ -90,6 +92,7 @@ class SystemPerformanceHandler(ApiHandler):
 
 class MetricsHandler(ApiHandler):
     route_name = "/api/v1/metrics"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET",)
 
     async def prepare(self) -> None:

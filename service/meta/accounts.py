@@ -66,7 +66,7 @@ class Accounts:
         if user_id in self._users:
             return rejected("UserAlreadyExists", f"user id {user_id!r} already exists")
         folded = username.casefold()
-        # Unique whatever the case, as the HTTP layer compares them (``http.caps.fold``);
+        # Unique whatever the case, as the HTTP layer compares them (``limits.caps.fold``);
         # checked here too, since two serving processes may both pass that check at once.
         if any(name.casefold() == folded for name in self._user_ids_by_name):
             return rejected("UserAlreadyExists", f"username {username!r} is taken")

@@ -8,6 +8,7 @@ is meant for the event-loop thread except the logging formatter, which is thread
 
 from service.observability.access_log import (
     LOG_LEVELS,
+    FinishedRequest,
     LogfmtFormatter,
     configure_logging,
     log_access,
@@ -32,6 +33,7 @@ __all__ = [
     "OTHER_BUCKET",
     "OTHER_ROUTE",
     "BucketUsage",
+    "FinishedRequest",
     "LogfmtFormatter",
     "Metrics",
     "PerformanceRecorder",
