@@ -1,4 +1,4 @@
-"""What every handler shares: configuration, engine, observability, secrets, limits.
+"""What every handler shares: configuration, engine, uploads, observability, secrets, limits.
 
 One ``AppContext`` per server, handed to handlers through Tornado's ``initialize`` (route
 keyword arguments), never through globals.
@@ -26,6 +26,7 @@ from service.limits.upload_slots import UploadSlots
 from service.media.image_variants import ImageVariants
 from service.media.video_runner import VideoJobRunner
 from service.media.video_thumbnail import ThumbnailMaker
+from service.multipart.uploads import Uploads
 from service.observability import FinishedRequest, Metrics, PerformanceRecorder, log_access
 from service.upkeep.lifecycle import LifecycleRunner
 from service.upkeep.scrub import Scrubber
@@ -43,9 +44,12 @@ class AppContext:
         metrics: Metrics,
         performance: PerformanceRecorder,
         server_secret: bytes,
+        uploads: Uploads,
     ) -> None:
         self.config = config
         self.engine = engine
+        self.uploads = uploads
+        """This process's multipart uploads (``service.multipart.uploads``)."""
         self.metrics = metrics
         self.performance = performance
         self.server_secret = server_secret
@@ -87,7 +91,7 @@ class AppContext:
         self.video_thumbnails = ThumbnailMaker(
             engine, max_pixels=config.image_max_pixels, concurrency=os.cpu_count() or 1
         )
-        self.lifecycle = LifecycleRunner(engine, config.lifecycle_pass_pause)
+        self.lifecycle = LifecycleRunner(uploads, config.lifecycle_pass_pause)
         """Applies the buckets' lifecycle rules (``service.upkeep.lifecycle``)."""
         self.webhooks = WebhookDispatcher(engine, config)
         """Delivers object events to the buckets' webhooks; started by ``service.server``."""

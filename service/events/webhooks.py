@@ -125,14 +125,13 @@ class WebhookDispatcher:
         is fsynced, the records were not yet), and their sequences go to new records, whose
         events must not be skipped."""
         loaded = await self._engine.run_blocking(self._load)
-        journal = self._engine.journal
-        last = journal.stats().last_sequence if journal is not None else None
+        last = self._engine.committer.last_sequence()
         now = time.time()
         for key, doc in loaded.items():
             if isinstance(doc, dict):
                 saved = {name: doc[name] for name in CHECKPOINTED if name in doc}
                 progress = Progress(**saved, last_progress_at=now)
-                if last is not None and progress.cursor > last:
+                if progress.cursor > last:
                     log.warning(
                         "webhook %s: cursor %d is past the journal's end %d (records lost "
                         "to a power cut); delivering from there",

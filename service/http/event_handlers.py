@@ -73,11 +73,7 @@ class BucketEventsHandler(ApiHandler):
         try:
             self.write(": stream of object events\n\n")
             await self.flush()
-            while (
-                not streams.stopping
-                and engine.journal is not None
-                and engine.state.get_bucket(bucket) is not None
-            ):
+            while not streams.stopping and engine.state.get_bucket(bucket) is not None:
                 try:
                     items, after = await feed.read(after, engine.executor, bucket)
                 except LookupError:

@@ -23,7 +23,7 @@ from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
 from service.limits.caps import MAX_OPEN_UPLOADS_PER_USER
 from service.meta import PartInfo, UploadSession
-from service.multipart.in_place import Claim, direct_parts_of
+from service.multipart.in_place import Claim
 from service.multipart.operations import (
     abort_upload,
     complete_upload,
@@ -146,7 +146,7 @@ class MultipartSessionHandler(ApiHandler):
 
     async def delete(self, upload_id: str) -> None:
         session = self.session(upload_id, Action.MULTIPART_ABORT)
-        await abort_upload(self.ctx.engine, session)
+        await abort_upload(self.ctx.uploads, session)
         self.set_status(204)
         self.finish()
 
@@ -159,7 +159,7 @@ class MultipartCompleteHandler(ApiHandler):
     async def post(self, upload_id: str) -> None:
         session = open_session(self.ctx.engine, upload_id)
         self.authorize(Action.MULTIPART_COMPLETE, bucket=session.bucket)
-        version = await complete_upload(self.ctx.engine, session, self.json_body())
+        version = await complete_upload(self.ctx.uploads, session, self.json_body())
         self.set_header("ETag", f'"{version.sha256}"')
         self.set_header(HEADER_VERSION_ID, version.version_id or NULL_VERSION_ID)
         self.send_json(200, object_json(version))
@@ -190,7 +190,7 @@ class MultipartPartHandler(StreamingBodyHandler):
         engine.ensure_writable()
         self.upload_session = session
         room = part_quota_room(engine, session)
-        direct = direct_parts_of(engine)
+        direct = self.ctx.uploads.in_place
         self.claim = await direct.claim(session, self.part_number, self.declared_length())
         create = None if self.claim is None else direct.writer(self.claim)
         try:
@@ -210,7 +210,7 @@ class MultipartPartHandler(StreamingBodyHandler):
         try:
             staged, _, _ = await self.finish_body()
             part = await store_part(
-                self.ctx.engine,
+                self.ctx.uploads,
                 self.upload_session,
                 self.part_number,
                 staged,
@@ -233,4 +233,4 @@ class MultipartPartHandler(StreamingBodyHandler):
     def release_claim(self) -> None:
         claim, self.claim = self.claim, None
         if claim is not None:
-            direct_parts_of(self.ctx.engine).release(claim)
+            self.ctx.uploads.in_place.release(claim)

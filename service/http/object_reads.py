@@ -41,6 +41,7 @@ from tornado.iostream import StreamClosedError
 
 from service.auth import Action, Principal
 from service.common.api_errors import ApiError
+from service.common.sizes import CHUNK_BYTES
 from service.common.wire import HEADER_REQUEST_ID, QUERY_VERSION_ID
 from service.context import AppContext
 from service.http.authn import authenticate, is_presigned, presigned_principal
@@ -60,7 +61,7 @@ from service.ops.objects import read_small_window, read_window_now, resolve_vers
 log = logging.getLogger("service.http")
 
 READ_METHODS = ("GET", "HEAD")
-SMALL_BODY_BYTES = 256 * 1024
+SMALL_BODY_BYTES = CHUNK_BYTES
 """Bodies up to this size are read in one piece (or come from the payload cache); larger
 ones stream through ``send_file_body``."""
 

@@ -39,7 +39,7 @@ class SystemInfoHandler(ApiHandler):
         engine = ctx.engine
         counts = engine.state.counts()
         total, free = await engine.run_blocking(engine.store.disk_usage)
-        stats = engine.journal.stats() if engine.journal else None
+        stats = engine.committer.journal_stats()
         journal: dict[str, Any] = {
             "segments": stats.segments if stats else 0,
             "bytes": stats.bytes if stats else 0,
@@ -55,7 +55,7 @@ class SystemInfoHandler(ApiHandler):
                 if stats and stats.last_snapshot_at
                 else None
             ),
-            "replay_seconds": round(engine.replay_seconds, 6),
+            "replay_seconds": round(engine.committer.replay_seconds, 6),
             "read_only": engine.read_only_reason is not None,
         }
         self.send_json(

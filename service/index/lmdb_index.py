@@ -361,6 +361,12 @@ class LmdbObjectIndex:
         sequence, crc = _MARK.unpack(raw)
         return int(sequence), int(crc)
 
+    def clear_stale_readers(self) -> int:
+        """Free the reader slots of processes that died inside a read transaction (a worker
+        SIGKILLed mid-read), which would otherwise pin old pages: the file would only grow.
+        How many were freed."""
+        return int(self.env.reader_check())
+
     def close(self) -> None:
         if self._batch is not None:
             self._batch.abort()

@@ -47,6 +47,7 @@ from typing import Protocol, TypeVar
 from fsseam import crashpoints
 from service.common.api_errors import ApiError
 from service.common.header_fields import guess_content_type, validate_custom_metadata
+from service.common.sizes import CHUNK_BYTES
 from service.common.wire import (
     BATCH_PAX_CONTENT_TYPE,
     BATCH_PAX_META_PREFIX,
@@ -56,7 +57,6 @@ from service.common.wire import (
 from service.engine.core import Engine
 from service.meta import ObjectVersion
 from service.ops.objects import (
-    CHUNK_BYTES,
     SMALL_PUT_BYTES,
     PutIntent,
     PutTimings,

@@ -105,7 +105,7 @@ async def set_webhooks(engine: Engine, bucket: str, hooks: list[dict[str, Any]])
         if problem is not None:
             raise _invalid(f"webhooks[{index}]: url points at {problem}")
     engine.ensure_writable()
-    after = engine.journal.stats().last_sequence if engine.journal is not None else 0
+    after = engine.committer.last_sequence()
     outcome = await engine.commit(
         events.notifications_configured(
             bucket=bucket, webhooks=hooks, after_sequence=after, at=now_ms()

@@ -24,6 +24,7 @@ from fsseam.fs import ReadableFile, pread, pread_cached
 from service.common.api_errors import ApiError
 from service.common.header_fields import content_type_problem, validate_custom_metadata
 from service.common.names import key_problem
+from service.common.sizes import CHUNK_BYTES
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
 from service.meta import Bucket, ObjectVersion, events
@@ -32,8 +33,6 @@ from service.storage import DigestMismatch, PayloadStore, StagedPayload, Staging
 from service.storage.entropy import random_hex
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
-CHUNK_BYTES = 256 * 1024
-"""The object path's buffer size: server-made payloads are staged in chunks of this."""
 SMALL_PUT_BYTES = CHUNK_BYTES
 """Bodies of at most this size (one buffer) are stored by ``store_small_object``: one
 executor hop for staging, hashing, sealing and promoting, instead of the streaming path."""

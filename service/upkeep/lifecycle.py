@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms
-from service.engine.core import Engine
 from service.meta import ObjectVersion, UploadSession, events
 from service.meta.lifecycle_state import (
     EXPIRE,
@@ -46,6 +45,7 @@ from service.meta.lifecycle_state import (
     judgment,
 )
 from service.multipart.operations import ensure_not_completing
+from service.multipart.uploads import Uploads
 from service.ops.buckets import outcome_error
 from service.ops.objects import new_version_token
 
@@ -83,8 +83,9 @@ class PassCounts:
 class LifecycleRunner:
     """Runs passes one at a time and keeps their totals for the metrics."""
 
-    def __init__(self, engine: Engine, pause: float) -> None:
-        self._engine = engine
+    def __init__(self, uploads: Uploads, pause: float) -> None:
+        self._engine = uploads.engine
+        self._uploads = uploads
         self._pause = pause
         self._lock = asyncio.Lock()
         self.totals = PassCounts()
@@ -196,14 +197,14 @@ class LifecycleRunner:
             for session in engine.state.uploads(bucket)
             if session.key.startswith(prefix)
             and session.created_at < cutoff
-            and session.upload_id not in engine.uploads_completing
+            and session.upload_id not in self._uploads.completing
         ]
         return await self._all(self._abort(session, cutoff) for session in due)
 
     async def _abort(self, session: UploadSession, cutoff: int) -> None:
         """Journal the abort of a session judged older than ``cutoff`` (re-checked when
         applied; a session completing now is left alone)."""
-        ensure_not_completing(self._engine, session.upload_id)
+        ensure_not_completing(self._uploads, session.upload_id)
         outcome = await self._engine.commit(
             events.upload_aborted(
                 upload_id=session.upload_id, reason="expired", at=now_ms(), created_before=cutoff

@@ -162,6 +162,9 @@ class SimIndex(ObjectIndex):
             }
         )
 
+    def clear_stale_readers(self) -> int:
+        return 0  # readers of the simulated index live in this process
+
     def close(self) -> None:
         self._batch = False
 
