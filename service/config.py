@@ -22,9 +22,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, fields
 from functools import cache
-from typing import Any, Literal, NoReturn, cast
+from typing import Any, NoReturn, cast
 
-Durability = Literal["strict", "balanced"]
+from journal.model import Durability
 
 KIB = 1024
 MIB = 1024 * KIB

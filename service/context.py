@@ -18,7 +18,6 @@ from typing import Any
 from service.auth import LoginThrottle
 from service.config import Config
 from service.engine.core import Engine
-from service.events.webhooks import WebhookDispatcher
 from service.limits.caps import Reservations
 from service.limits.cors import CorsPolicy
 from service.limits.open_streams import OpenStreams
@@ -30,6 +29,7 @@ from service.multipart.uploads import Uploads
 from service.observability import FinishedRequest, Metrics, PerformanceRecorder, log_access
 from service.upkeep.lifecycle import LifecycleRunner
 from service.upkeep.scrub import Scrubber
+from service.upkeep.webhooks import WebhookDispatcher
 
 log = logging.getLogger("service")
 

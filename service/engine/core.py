@@ -3,10 +3,19 @@
 Every role has the same payload side: the file-system seam, the executor that blocking work
 goes to, the payload store (the only owner of payload files) and its caches, the payloads
 quarantined after failing verification, and the access keys' uses not yet journaled. Two
-parts are the role's choice (``service.engine.parts``), made once when the engine is built:
+parts are the role's choice (``service.roles``), made once when the engine is built; the
+engine itself never asks which role it serves:
 
-- the committer: where ``commit(event)`` goes (this process's journal, or the writer);
-- the state source: where ``state`` is read (the state applied here, or the writer's index).
+- ``Committer``: where ``commit(event)`` goes. ``JournalCommitter``
+  (``service.engine.journaled``) appends it to this process's journal and applies it; a
+  worker's ``LinkCommitter`` (``service.procs.link_committer``) sends it to the writer.
+- ``StateSource``: where ``state`` is read. ``OwnState`` (below) is the state this process
+  applies committed records to; a worker's ``SharedIndexState``
+  (``service.procs.shared_state``) is the writer's index, read-only, looked at again in
+  each request.
+
+A fourth role adds its own implementations (a standby following a shipped journal: its own
+state, and a committer that refuses every mutation); docs/architecture.md, "Roles".
 
 Mutations go through ``commit`` only; ``state`` changes only when a committed record is
 applied (``service.engine.applier``). Payload files an event released (overwritten or
@@ -26,13 +35,14 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from fsseam import crashpoints
-from fsseam.fs import FileSystem, RealFileSystem, make_dirs_durably
+from fsseam.durable import make_dirs_durably
+from fsseam.fs import FileSystem, RealFileSystem
+from journal import JournalStats
 from service.config import Config
 from service.engine.key_usage import KeyUsage
-from service.engine.parts import Committer, StateSource
 from service.engine.quarantine import Quarantine
 from service.events.feed import EventFeed
 from service.meta import MetaState, Outcome
@@ -42,6 +52,89 @@ from service.storage.groupsync import GroupSync
 log = logging.getLogger("service.engine")
 
 T = TypeVar("T")
+
+
+# -- the parts a role chooses ---------------------------------------------------------
+
+
+class Committer(Protocol):
+    """Where this process's mutations are committed."""
+
+    replay_seconds: float
+    """How long the start took to bring the state up to date (0 where nothing replays)."""
+
+    @property
+    def read_only_reason(self) -> str | None:
+        """Why no mutation is accepted until a restart; None while they are."""
+        ...
+
+    async def start(self, engine: Engine) -> None:
+        """Ready to commit (a journal: replayed, its crash left-overs handled)."""
+
+    async def stop(self) -> None:
+        """Commit nothing more; what was committed is durable when this returns."""
+
+    async def commit(self, event: dict[str, Any]) -> Outcome:
+        """Commit ``event``; the outcome of applying it (``service.engine.errors`` refuses)."""
+        ...
+
+    def ensure_writable(self) -> None:
+        """Refuse a mutation up front when commits are refused now."""
+
+    def release(self, payload_ids: list[str]) -> None:
+        """Payload files no record references any more: remove them (where this process
+        owns the files) once the releasing record may no longer be lost."""
+
+    def last_sequence(self) -> int:
+        """The sequence of the last record committed, as this process knows it."""
+        ...
+
+    async def sync(self) -> None:
+        """Make every record committed so far durable (before a file they released goes)."""
+
+    def journal_stats(self) -> JournalStats | None:
+        """The journal's figures, where this process keeps it (else None)."""
+        ...
+
+
+class StateSource(Protocol):
+    """Where this process reads the metadata state."""
+
+    def current(self) -> MetaState:
+        """The state a request reads now."""
+        ...
+
+    def begin_request(self) -> None:
+        """A request begins: the state it reads must show every commit answered so far."""
+
+    async def start(self, engine: Engine) -> None:
+        """Ready to be read."""
+
+    async def stop(self) -> None:
+        """Release what reading needed."""
+
+
+class OwnState:
+    """The state this process applies committed records to (its committer, or a standby's
+    follower, sets ``state`` at start and applies to it); always up to date here."""
+
+    def __init__(self) -> None:
+        self.state = MetaState()
+
+    def current(self) -> MetaState:
+        return self.state
+
+    def begin_request(self) -> None:
+        """Nothing to check: every commit answered so far was applied here."""
+
+    async def start(self, engine: Engine) -> None:
+        """The committer fills ``state`` as it replays."""
+
+    async def stop(self) -> None:
+        """Nothing held."""
+
+
+# -- the engine -----------------------------------------------------------------------
 
 
 class Engine:

@@ -1,6 +1,6 @@
 """The committer of the process that writes the journal: append, apply, and the journal's care.
 
-``JournalCommitter`` (``service.engine.parts.Committer``) owns the journal, the persistent
+``JournalCommitter`` (``service.engine.core.Committer``) owns the journal, the persistent
 index and the applier (``service.engine.applier``) of this data dir. A commit appends the
 event; the journal calls the listener for every record once it is durable, in sequence
 order, before the appending caller resumes, and the applier applies it to the state
@@ -47,14 +47,13 @@ from journal import (
 )
 from service.config import Config
 from service.engine.applier import Applier
-from service.engine.core import Engine
+from service.engine.core import Engine, OwnState
 from service.engine.errors import (
     CommitFailedError,
     NotServingError,
     ReadOnlyError,
     StorageFullError,
 )
-from service.engine.parts import OwnState
 from service.engine.recovery import PayloadRefs, Recovered, open_and_replay
 from service.events.feed import FLUSH_SECONDS
 from service.index.lmdb_index import LmdbObjectIndex

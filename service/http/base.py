@@ -23,7 +23,7 @@ import tornado.web
 from tornado.http1connection import HTTP1Connection
 
 from service.auth import Action, Principal, Resource, Scope, authorize
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, ServiceError
 from service.common.wire import HEADER_REQUEST_ID, HEADER_RETRY_AFTER
 from service.context import AppContext
 from service.http.authn import authenticate
@@ -217,21 +217,23 @@ class ApiHandler(tornado.web.RequestHandler):
 
     # -- errors -----------------------------------------------------------------------
 
-    def send_api_error(self, error: ApiError) -> None:
+    def send_api_error(
+        self, error: ServiceError, extra_headers: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         """Answer with ``error`` in the contract's shape (headers only for HEAD)."""
         if self._finished:
             return
         self.clear()
         answer = render_error(error, self.request_id, with_body=self.request.method != "HEAD")
         self.set_status(answer.status)
-        for name, value in answer.headers:
+        for name, value in (*answer.headers, *extra_headers):
             self.set_header(name, value)
         self.finish(answer.body or None)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc_info = kwargs.get("exc_info")
         error = exc_info[1] if exc_info else None
-        if isinstance(error, ApiError):
+        if isinstance(error, ServiceError):
             self.send_api_error(error)
             return
         if isinstance(error, tornado.web.HTTPError):
@@ -241,7 +243,7 @@ class ApiHandler(tornado.web.RequestHandler):
         self.send_api_error(ApiError("InternalError", "internal error"))
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        if isinstance(value, ApiError):
+        if isinstance(value, ServiceError):
             return
         if isinstance(value, tornado.web.HTTPError) and value.status_code < 500:
             return

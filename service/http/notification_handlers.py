@@ -1,7 +1,7 @@
 """``/api/v1/buckets/{bucket}/notifications``: a bucket's webhooks and their delivery status.
 
 Read and replaced by the bucket's owner (``bucket:read`` / ``bucket:update``). Secrets are
-never returned; each webhook shows its ``status`` (``service.events.webhooks``).
+never returned; each webhook shows its ``status`` (``service.upkeep.webhooks``).
 """
 
 from __future__ import annotations

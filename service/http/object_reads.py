@@ -40,7 +40,7 @@ from tornado.httputil import (
 from tornado.iostream import StreamClosedError
 
 from service.auth import Action, Principal
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, ServiceError
 from service.common.sizes import CHUNK_BYTES
 from service.common.wire import HEADER_REQUEST_ID, QUERY_VERSION_ID
 from service.context import AppContext
@@ -200,7 +200,7 @@ class ObjectRead(HTTPMessageDelegate):
 
     def fail(self, error: Exception) -> None:
         """Answer a refusal in the contract's shape; log anything unexpected."""
-        if isinstance(error, ApiError):
+        if isinstance(error, ServiceError):
             self.send_error(error)
         elif isinstance(error, StreamClosedError):
             return
@@ -316,7 +316,7 @@ class ObjectRead(HTTPMessageDelegate):
         start = ResponseStartLine("HTTP/1.1", status, responses.get(status, "Unknown"))
         return self.connection.write_headers(start, response, body)
 
-    def send_error(self, error: ApiError) -> None:
+    def send_error(self, error: ServiceError) -> None:
         """Answer with ``error`` in the contract's shape (``request_contract``)."""
         answer = render_error(error, self.request_id, with_body=self.request.method != "HEAD")
         body = answer.body

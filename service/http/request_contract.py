@@ -33,7 +33,13 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from service.common.api_errors import ApiError, error_body, response_headers
+from service.common.api_errors import (
+    ApiError,
+    ServiceError,
+    error_body,
+    response_headers,
+    status_of,
+)
 from service.common.timefmt import http_date
 from service.common.wire import HEADER_REQUEST_ID
 from service.observability import FinishedRequest
@@ -137,19 +143,20 @@ class ErrorAnswer:
     body: bytes
 
 
-def render_error(error: ApiError, request_id: str, *, with_body: bool = True) -> ErrorAnswer:
+def render_error(error: ServiceError, request_id: str, *, with_body: bool = True) -> ErrorAnswer:
     """The answer to ``error`` in the contract's shape; ``with_body`` is False for a HEAD.
 
     The error's ``log_detail`` (for operators only) is logged here, with the request id.
     """
     if error.log_detail:
         log.warning("request %s: %s", request_id, error.log_detail)
+    status = status_of(error)
     headers = [("Cache-Control", "no-store"), *response_headers(error).items()]
-    if not with_body or error.status == 304:
-        return ErrorAnswer(error.status, headers, b"")
+    if not with_body or status == 304:
+        return ErrorAnswer(status, headers, b"")
     headers.append(("Content-Type", JSON_TYPE))
     body = json.dumps(error_body(error.code, error.message, request_id)).encode()
-    return ErrorAnswer(error.status, headers, body)
+    return ErrorAnswer(status, headers, body)
 
 
 class InFlight(Protocol):

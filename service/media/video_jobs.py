@@ -17,7 +17,7 @@ from __future__ import annotations
 import secrets
 from typing import Protocol
 
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, ServiceError
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
 from service.media.video_outputs import default_output_prefix, is_output_name
@@ -109,7 +109,7 @@ async def remove_outputs(engine: Engine, job: VideoJob) -> int:
     for key in output_keys(engine, job):
         try:
             await delete_object(engine, job.bucket, key, None)
-        except ApiError as error:
+        except ServiceError as error:
             if error.code not in ("NoSuchKey", "NoSuchBucket"):
                 raise
             continue  # gone meanwhile

@@ -36,7 +36,7 @@ from typing import Any
 
 import service
 from fsseam.fs import ReadableFile
-from service.common.api_errors import ApiError
+from service.common.api_errors import ServiceError
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
 from service.media.video_errors import VideoParamsError
@@ -192,7 +192,7 @@ class VideoJobRunner:
         self._check(run)
         try:
             outcome = await self._engine.commit(event)
-        except ApiError as error:
+        except ServiceError as error:
             log.error("video job %s: cannot journal its progress: %s", run.job_id, error.message)
             raise _Stopped() from None
         if not outcome.ok:
@@ -350,7 +350,7 @@ class VideoJobRunner:
             )
             try:
                 await store_server_made(engine, intent, os.path.join(out_dir, name))
-            except ApiError as error:
+            except ServiceError as error:
                 if engine.read_only_reason is not None:
                     raise _Stopped() from None
                 await remove_outputs(engine, job)

@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from fsseam import crashpoints
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, ServiceError
 from service.common.header_fields import guess_content_type, validate_custom_metadata
 from service.common.sizes import CHUNK_BYTES
 from service.common.wire import (
@@ -94,7 +94,7 @@ class MemberFailure:
     """A member refused by its own checks; nothing of it was kept."""
 
     key: str
-    error: ApiError
+    error: ServiceError
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +296,7 @@ def _stage_member(
 ) -> Staged:
     try:
         intent = member_intent(bucket, prefix, info, limits)
-    except ApiError as error:
+    except ServiceError as error:
         return MemberFailure(prefix + member_name(info), error)
     body = archive.extractfile(info)
     assert body is not None  # a regular file
@@ -391,7 +391,7 @@ async def _commit_all(engine: Engine, entries: list[Staged]) -> list[Outcome]:
             continue
         try:
             precheck_put(engine, replace(entry.intent, content_length=entry.staged.size))
-        except ApiError as error:
+        except ServiceError as error:
             refused.append(entry.payload_id)
             outcomes.append(MemberFailure(entry.intent.key, error))
             continue
@@ -407,7 +407,7 @@ async def _commit_all(engine: Engine, entries: list[Staged]) -> list[Outcome]:
         failure = future.exception()
         if failure is None:
             outcomes[index] = MemberStored(future.result())
-        elif isinstance(failure, ApiError):
+        elif isinstance(failure, ServiceError):
             outcomes[index] = MemberFailure(keys[index], failure)
         else:
             raise failure

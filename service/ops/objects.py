@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from fsseam.fs import ReadableFile, pread, pread_cached
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, ServiceError
 from service.common.header_fields import content_type_problem, validate_custom_metadata
 from service.common.names import key_problem
 from service.common.sizes import CHUNK_BYTES
@@ -233,7 +233,7 @@ async def commit_stored(
     started = time.perf_counter()
     try:
         outcome = await engine.commit(event)
-    except ApiError as error:
+    except ServiceError as error:
         if error.code == "ServiceUnavailable":
             # Refused before anything reached the journal: the payload is ours to remove.
             engine.release_payloads([payload_id])

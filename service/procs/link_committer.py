@@ -33,7 +33,7 @@ either lost)."""
 
 
 class LinkCommitter:
-    """``service.engine.parts.Committer`` of a worker: commits through the writer."""
+    """``service.engine.core.Committer`` of a worker: commits through the writer."""
 
     replay_seconds = 0.0
     """Nothing replays here."""

@@ -31,7 +31,7 @@ from service.storage.descriptors import OpenPayloads
 
 
 class SharedIndexState:
-    """``service.engine.parts.StateSource``: the state as of the index's last sequence."""
+    """``service.engine.core.StateSource``: the state as of the index's last sequence."""
 
     def __init__(self) -> None:
         self._seen = -1

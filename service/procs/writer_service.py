@@ -27,7 +27,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from service.common.api_errors import ApiError
+from service.common.api_errors import ServiceError
 from service.engine.core import Engine
 from service.observability import PerformanceRecorder
 from service.procs.wire import (
@@ -111,7 +111,7 @@ class CommitService:
         request_id, event = frame[0], frame[1]
         try:
             outcome = await self.engine.commit(event)
-        except ApiError as error:
+        except ServiceError as error:
             message = [request_id, REFUSED, *encode_error(error)]
         else:
             message = [request_id, OK, encode_outcome(outcome)]

@@ -17,9 +17,8 @@ from fsseam.fs import FileSystem
 from service.common.timefmt import now_ms
 from service.config import Config
 from service.context import AppContext
-from service.engine.core import Engine
+from service.engine.core import Engine, OwnState
 from service.engine.journaled import JournalCommitter
-from service.engine.parts import OwnState
 from service.media.video_shares import reap_expired_shares
 from service.meta import events
 from service.multipart.operations import reap_expired_uploads

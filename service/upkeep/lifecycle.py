@@ -32,7 +32,7 @@ import time
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 
-from service.common.api_errors import ApiError
+from service.common.api_errors import ServiceError
 from service.common.timefmt import now_ms
 from service.meta import ObjectVersion, UploadSession, events
 from service.meta.lifecycle_state import (
@@ -223,7 +223,7 @@ class LifecycleRunner:
                 *pending[start : start + CONCURRENCY], return_exceptions=True
             )
             for result in results:
-                if isinstance(result, ApiError) and result.code in _GONE:
+                if isinstance(result, ServiceError) and result.code in _GONE:
                     continue
                 if isinstance(result, BaseException):
                     for leftover in pending[start + CONCURRENCY :]:

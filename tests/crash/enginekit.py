@@ -33,11 +33,11 @@ from typing import Any
 
 from fsseam import crashpoints
 from fsseam.simfs import CrashMode, ManualClock, SimFileSystem, SimulatedCrash
-from service.common.api_errors import ApiError, response_headers
-from service.config import Config, Durability
-from service.engine.core import Engine
+from journal.model import Durability
+from service.common.api_errors import ServiceError, response_headers, status_of
+from service.config import Config
+from service.engine.core import Engine, OwnState
 from service.engine.journaled import JournalCommitter
-from service.engine.parts import OwnState
 from service.index.opening import BOOT_ID_PATH
 from service.meta import ObjectVersion, PartInfo
 from service.multipart import operations as multipart
@@ -184,8 +184,8 @@ async def answer(call: Awaitable[Any]) -> Result:
     """Await a domain call and map its end the way ``service.http.base`` does."""
     try:
         value = await call
-    except ApiError as error:
-        return Result(error.status, code=error.code, headers=response_headers(error))
+    except ServiceError as error:
+        return Result(status_of(error), code=error.code, headers=response_headers(error))
     except SimulatedCrash:
         return Result(0, code="crashed")
     except Exception:  # the HTTP layer answers anything else with 500 InternalError
@@ -443,8 +443,8 @@ class SimMachine:
         intent = PutIntent(bucket=bucket, key=key, content_length=len(data))
         try:
             objects.precheck_put(engine, intent)
-        except ApiError as error:
-            return Result(error.status, code=error.code, headers=response_headers(error))
+        except ServiceError as error:
+            return Result(status_of(error), code=error.code, headers=response_headers(error))
         return await answer(objects.store_small_object(engine, intent, data))
 
     async def _put(self, bucket: str, key: str, data: bytes, chunks: int) -> Result:
@@ -452,8 +452,8 @@ class SimMachine:
         intent = PutIntent(bucket=bucket, key=key, content_length=len(data))
         try:
             objects.precheck_put(engine, intent)
-        except ApiError as error:
-            return Result(error.status, code=error.code, headers=response_headers(error))
+        except ServiceError as error:
+            return Result(status_of(error), code=error.code, headers=response_headers(error))
         staged = await self._stage(data, chunks)
         if isinstance(staged, Result):
             return staged
@@ -495,8 +495,8 @@ class SimMachine:
         try:
             session = multipart.open_session(engine, upload_id)
             engine.ensure_writable()
-        except ApiError as error:
-            return Result(error.status, code=error.code, headers=response_headers(error))
+        except ServiceError as error:
+            return Result(status_of(error), code=error.code, headers=response_headers(error))
         parts = self.uploads.in_place
         claim = await parts.claim(session, number, len(data)) if in_place else None
         try:
@@ -528,8 +528,8 @@ class SimMachine:
     async def _with_session(self, upload_id: str, call: Callable[[Any], Awaitable[Any]]) -> Result:
         try:
             session = multipart.open_session(self.running, upload_id)
-        except ApiError as error:
-            return Result(error.status, code=error.code, headers=response_headers(error))
+        except ServiceError as error:
+            return Result(status_of(error), code=error.code, headers=response_headers(error))
         return await answer(call(session))
 
     async def snapshot(self) -> Result:
@@ -570,8 +570,8 @@ class SimMachine:
         engine = self.running
         try:
             version = objects.resolve_version(engine, bucket, key, version_id)
-        except ApiError as error:
-            return Result(error.status, code=error.code, headers=response_headers(error))
+        except ServiceError as error:
+            return Result(status_of(error), code=error.code, headers=response_headers(error))
         assert version.payload_id is not None
         return await answer(
             engine.run_blocking(

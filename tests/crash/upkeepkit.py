@@ -31,11 +31,11 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import service.upkeep.scrub
-from service.events.webhooks import WebhookDispatcher
 from service.meta import ObjectVersion
 from service.meta.notification_state import Webhook
 from service.ops import notifications as notifications_config
 from service.upkeep.scrub import Scrubber
+from service.upkeep.webhooks import WebhookDispatcher
 from tests.crash.checkkit import Verdict
 from tests.crash.enginekit import SimMachine
 

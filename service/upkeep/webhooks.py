@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
-import itertools
 import json
 import logging
 import os
@@ -41,6 +40,7 @@ from typing import Any
 
 import httpx
 
+from fsseam.durable import replace_file
 from service.common.timefmt import rfc3339_seconds
 from service.config import Config
 from service.engine.core import Engine
@@ -48,7 +48,6 @@ from service.events.feed import FeedEvent
 from service.events.targets import TargetPolicy, TargetRefused
 from service.meta.notification_state import Webhook
 
-_TEMP_NUMBERS = itertools.count()
 log = logging.getLogger("service.webhooks")
 
 CHECKPOINT_NAME = "webhooks.json"
@@ -367,19 +366,7 @@ class WebhookDispatcher:
             raise
 
     def _write(self, data: bytes) -> None:
-        fs = self._engine.fs
-        # A name of its own: a write cut loose by a cancelled task may still be running.
-        temp = f"{self._path}.{next(_TEMP_NUMBERS)}.tmp"
-        with contextlib.suppress(FileNotFoundError):
-            fs.unlink(temp)  # left by a crash mid-write (create refuses an existing file)
-        target = fs.create(temp)
-        try:
-            target.write(data)
-            target.fsync()  # the cursors must be whole on disk before they replace the old
-        finally:
-            target.close()
-        fs.rename(temp, self._path)
-        fs.fsync_dir(os.path.dirname(self._path))  # the rename itself must survive a crash
+        replace_file(self._engine.fs, self._path, data)  # whole, or the previous one
 
     def _load(self) -> dict[str, dict[str, Any]]:
         fs = self._engine.fs
