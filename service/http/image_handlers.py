@@ -24,17 +24,16 @@ from service.common.api_errors import ApiError
 from service.common.header_fields import validate_custom_metadata
 from service.http.base import ApiHandler
 from service.http.identity import require_string
-from service.media.image_variants import Variant
-from service.media.images import (
+from service.media.image_params import (
     ImageError,
     ImageParameterError,
     ImageParams,
-    ImageTooLargeError,
-    UndecodableImageError,
     default_target_key,
     parse_json,
     parse_query,
 )
+from service.media.image_variants import Variant
+from service.media.images import ImageTooLargeError, UndecodableImageError
 from service.meta import ObjectVersion
 from service.ops.objects import PutIntent, require_key, resolve_version, store_server_made
 

@@ -4,8 +4,8 @@ Media knows nothing of HTTP: it takes parameters that are already parsed, reads 
 through the engine and the file-system seam, and raises its own errors, which the handlers
 in ``service/http/`` translate into the contract's answers.
 
-- ``images``: image parameters (parse and validate) and the transform itself, bytes in and
-  bytes out; pure apart from Pillow.
+- ``image_params``: image parameters, parsed and validated; ``images``: the transform
+  itself, bytes in and bytes out; pure apart from Pillow.
 - ``image_cache``: derived variants on disk under ``<data_dir>/cache/images/``, bounded in
   size, written atomically, verified on every read.
 - ``image_variants``: the async glue: cache lookup, one computation per variant at a time,

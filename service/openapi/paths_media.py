@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.media.images import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
+from service.media.image_params import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
 from service.meta import events
 from service.openapi.operations import (
     PUBLIC,

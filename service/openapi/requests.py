@@ -23,7 +23,7 @@ from service.common.names import MAX_KEY_BYTES
 from service.common.numbers import MAX_DIGITS
 from service.common.wire import MAX_ACCESS_KEY_NAME, MAX_PART_NUMBER
 from service.media import video_params as video
-from service.media.images import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
+from service.media.image_params import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
 from service.openapi.schemas import nullable, ref
 from service.ops.buckets import MAX_TAG_CHARS, MAX_TAGS
 

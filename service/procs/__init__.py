@@ -14,5 +14,5 @@ workers sharing the port (the roles themselves are assembled in ``service.roles`
 May import: ``service.common``, ``service.config``, ``service.engine``, ``service.meta``,
 ``service.index``, ``service.storage``, ``service.observability``, ``service.context`` and
 ``service.http.base`` (the forwarding handler is an ``ApiHandler``). See
-docs/architecture.md, "Processes".
+docs/architecture.md, "Several processes".
 """
