@@ -257,3 +257,16 @@ def test_an_import_up_a_floor_or_round_a_circle_is_caught(tmp_path: Path) -> Non
 def test_the_examples_of_the_checks_hold() -> None:
     failures, tried = doctest.testmod(sys.modules[__name__])
     assert (failures, tried > 0) == (0, True)
+
+
+def test_each_package_says_what_it_may_import_as_the_table_does() -> None:
+    """A package's docstring repeats its row (the newcomer opening ``__init__.py`` reads the
+    same rule as the one the table keeps)."""
+    for package, allowed in the_table().items():
+        init = REPO / package.replace(".", "/") / "__init__.py"
+        if package == "service" or not init.exists():
+            continue  # the package's face itself, and the single-module packages
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        said = [p for p in doc.split("\n\n") if p.startswith("May import")]
+        assert len(said) == 1, f"{init} does not say (once) what it may import"
+        assert re.findall(r"``([\w.]+)``", said[0]) == allowed, f"{init} and its row differ"

@@ -14,6 +14,8 @@ public is re-exported here from small private modules; ``tests/client`` checks `
 The asyncio flavour is imported on first use of one of its names (PEP 562 ``__getattr__``):
 it brings in ``asyncio``, a third of the package's import time, which a synchronous program
 such as ``svc`` never needs.
+
+May import (docs/architecture.md, "Layers"): ``service.common``.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ journal records (``feed``) and kept in segment files for readers to resume from 
 the targets webhooks may be delivered to are checked against SSRF (``targets``). Delivery to
 webhooks is background work of the journal owner (``service.upkeep.webhooks``).
 
-May import: ``fsseam``, ``service.common``, ``service.config``, ``service.meta``. Never the
-engine (it feeds the event feed) and never HTTP.
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``service.common``,
+``service.meta``.
+
+Never the engine (it feeds the event feed) and never HTTP.
 """

@@ -1,7 +1,8 @@
 """The request contract, once: request ids, the error answer, and the finished request.
 
 Every way a request is answered goes through here, whichever path it took: Tornado
-handlers (``service.http.base``), the bare delegates below them (object reads in
+handlers (``service.http.base``; a worker's forwarding to the writer is one of them,
+``service.procs.forward``), the bare delegates below them (object reads in
 ``service.http.object_reads``, CORS preflights), and the connection's own refusals
 (``service.http.protocol``). So the rules the contract sets for every response live in one
 place:

@@ -10,4 +10,6 @@ sees it only through the ``ObjectStore`` protocol (``service.meta.object_index``
   a simulated one; ``tests/storage/test_index_contract.py`` runs one suite on both);
 - ``opening``: where it lives in the data dir, the marker that tells a machine crash, and
   the start's choice between resuming it and rebuilding it from the journal.
+
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``, ``service.meta``.
 """

@@ -8,4 +8,6 @@
 
 Kept below ``service.http`` so that the shared context (``service.context``) needs nothing of
 HTTP. May import: ``service.common``, ``service.meta`` and the standard library. Never HTTP.
+
+May import (docs/architecture.md, "Layers"): ``service.common``, ``service.meta``.
 """

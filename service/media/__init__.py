@@ -16,4 +16,7 @@ in ``service/http/`` translate into the contract's answers.
 - ``video_*``: video thumbnails, packaging jobs (``video_runner`` runs them, each in a
   ``video_worker`` process; ``video_package`` is the PyAV encode/mux) and playback shares;
   each module's docstring says its part.
+
+May import (docs/architecture.md, "Layers"): ``service``, ``fsseam``, ``service.common``,
+``service.meta``, ``service.auth``, ``service.engine``, ``service.ops``.
 """

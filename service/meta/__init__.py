@@ -14,6 +14,8 @@ No I/O here: no files, sockets or clocks (timestamps arrive inside events).
 
 Thread-safety: a ``MetaState`` is used on the event-loop thread only; records, outcomes and
 frozen images may go to any thread.
+
+May import: nothing of ours (docs/architecture.md, "Layers").
 """
 
 from service.meta import events

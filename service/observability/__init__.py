@@ -4,6 +4,8 @@ Nothing here knows about HTTP handlers or the metadata state: the server feeds t
 with plain numbers (seconds, bytes, route template names) and reads them back as a dict, a
 Prometheus exposition or log lines. Thread-safety is stated per module; in short, everything
 is meant for the event-loop thread except the logging formatter, which is thread-safe.
+
+May import (docs/architecture.md, "Layers"): ``service.common``.
 """
 
 from service.observability.access_log import (

@@ -11,8 +11,9 @@ workers sharing the port (the roles themselves are assembled in ``service.roles`
 - ``forward``: the routes a worker hands to the writer, streamed back.
 - ``shared_metrics`` and ``process_table``: every process's metrics and request counts.
 
-May import: ``service.common``, ``service.config``, ``service.engine``, ``service.meta``,
-``service.index``, ``service.storage``, ``service.observability``, ``service.context`` and
-``service.http.base`` (the forwarding handler is an ``ApiHandler``). See
-docs/architecture.md, "Several processes".
+May import (docs/architecture.md, "Layers"): ``journal``, ``service.common``,
+``service.config``, ``service.meta``, ``service.observability``, ``service.storage``,
+``service.index``, ``service.engine``, ``service.context``, ``service.http``.
+
+See docs/architecture.md, "Several processes".
 """

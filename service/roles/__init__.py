@@ -17,5 +17,8 @@ Each role module is one class with the same members (``Role`` below). Adding a r
 standby following a shipped journal, say) is a new module here and a new way to start it;
 docs/architecture.md, "Roles", walks through one.
 
-May import anything of ``service`` but ``service.server``.
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``service.common``,
+``service.config``, ``service.meta``, ``service.observability``, ``service.engine``,
+``service.ops``, ``service.multipart``, ``service.media``, ``service.upkeep``,
+``service.context``, ``service.http``, ``service.procs``, ``service.app``.
 """

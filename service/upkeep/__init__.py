@@ -2,7 +2,9 @@
 (``lifecycle``), the scrub (``scrub``), webhook deliveries (``webhooks``) and their
 Prometheus figures (``metrics``).
 
-May import: ``service.common``, ``service.config``, ``service.engine``, ``service.meta``,
-``service.storage``, ``service.ops``, ``service.multipart``, ``service.events``,
-``service.observability``, ``service.auth``. Never HTTP.
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``service.common``,
+``service.config``, ``service.meta``, ``service.storage``, ``service.events``,
+``service.engine``, ``service.ops``, ``service.multipart``.
+
+Never HTTP.
 """
