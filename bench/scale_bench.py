@@ -65,7 +65,7 @@ from service.engine.core import Engine
 from service.engine.journaled import JournalCommitter, journaled_engine
 from service.http.bucket_handlers import encode_cursor
 from service.index.opening import INDEX_DIRNAME
-from service.meta import events
+from service.meta import records
 from tests.serverproc import ServerProcess
 
 SIZES = {"full": 1_000_000, "quick": 100_000, "smoke": 2_000}
@@ -104,7 +104,7 @@ async def _populate(data_dir: str, count: int) -> None:
     engine, journal = _engine(data_dir)
     await engine.start()
     await engine.commit(
-        events.bucket_created(
+        records.bucket_created(
             name=BUCKET, owner="u_bench", quota_bytes=None, versioning_enabled=False, tags={}, at=1
         )
     )
@@ -113,7 +113,7 @@ async def _populate(data_dir: str, count: int) -> None:
     async def committer() -> None:
         for i in numbers:
             await engine.commit(
-                events.object_stored(
+                records.object_stored(
                     bucket=BUCKET,
                     key=object_key(i),
                     payload_id=f"{i:032x}",

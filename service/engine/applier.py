@@ -25,9 +25,9 @@ from typing import Any
 from service.events.feed import EventFeed
 from service.index.opening import event_crc, rest_of
 from service.index.protocol import PersistentIndex
-from service.meta import MetaState, Outcome, events
+from service.meta import MetaState, Outcome, records
 
-OBJECT_EVENTS = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED})
+OBJECT_EVENTS = frozenset({records.OBJECT_STORED, records.OBJECT_DELETED})
 """Records whose effects lie wholly in the object index (when accepted)."""
 
 

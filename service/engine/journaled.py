@@ -59,7 +59,7 @@ from service.events.feed import FLUSH_SECONDS
 from service.index.lmdb_index import LmdbObjectIndex
 from service.index.opening import close_index
 from service.index.protocol import IndexFactory, PersistentIndex
-from service.meta import Outcome, events, freeze, iter_snapshot
+from service.meta import Outcome, freeze, iter_snapshot, records
 
 log = logging.getLogger("service.engine")
 
@@ -292,7 +292,7 @@ class JournalCommitter:
             self._unsynced_payloads.add(event["payload_id"])
         crashpoints.hit("engine.after_apply")
         if outcome.released_payloads:
-            if event["type"] == events.UPLOAD_COMPLETED:
+            if event["type"] == records.UPLOAD_COMPLETED:
                 crashpoints.hit("multipart.before_parts_removed")
             self.engine.release_payloads(outcome.released_payloads)
 

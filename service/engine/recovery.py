@@ -33,7 +33,7 @@ from service.index.opening import (
     rebuild,
 )
 from service.index.protocol import IndexFactory, PersistentIndex
-from service.meta import MetaState, decode_snapshot, events
+from service.meta import MetaState, decode_snapshot, records
 from service.storage import PayloadIntegrity
 
 log = logging.getLogger("service.engine")
@@ -43,7 +43,7 @@ PayloadRefs = dict[str, tuple[int, str]]
 
 REPLAY_BATCH = 10_000
 """Records replayed per index transaction at startup."""
-EVENT_SOURCES = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED, events.UPLOAD_COMPLETED})
+EVENT_SOURCES = frozenset({records.OBJECT_STORED, records.OBJECT_DELETED, records.UPLOAD_COMPLETED})
 """Records that may derive an object event (``service.events.feed``)."""
 
 

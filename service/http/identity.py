@@ -47,7 +47,7 @@ from service.common.wire import API_PREFIX, MAX_ACCESS_KEY_NAME
 from service.http.authn import BEARER_CHALLENGE
 from service.http.base import ApiHandler, Home
 from service.limits.caps import MAX_ACCESS_KEYS_PER_USER, fold, user_by_any_case
-from service.meta import AccessKey, MetaState, User, events
+from service.meta import AccessKey, MetaState, User, records
 from service.ops.buckets import outcome_error, require_bucket
 
 USERNAME_PATTERN = re.compile(r"^[A-Za-z0-9._@-]{3,64}$")
@@ -164,7 +164,7 @@ class UsersHandler(ApiHandler):
             password_hash = await hash_password(password, engine.executor)
             user_id = "u_" + secrets.token_hex(8)
             outcome = await engine.commit(
-                events.user_created(
+                records.user_created(
                     user_id=user_id,
                     username=username,
                     password_hash=password_hash,
@@ -230,7 +230,7 @@ class UserHandler(ApiHandler):
             refuse_losing_the_last_admin(engine.state, user)
         if changes:
             outcome = await engine.commit(
-                events.user_updated(user_id=user_id, changes=changes, at=now_ms())
+                records.user_updated(user_id=user_id, changes=changes, at=now_ms())
             )
             if not outcome.ok:
                 raise outcome_error(outcome)
@@ -239,7 +239,7 @@ class UserHandler(ApiHandler):
     async def delete(self, user_id: str) -> None:
         authorize(self.principal, Action.USER_DELETE, Resource.user(user_id))
         refuse_losing_the_last_admin(self.ctx.engine.state, self.require_user(user_id))
-        outcome = await self.ctx.engine.commit(events.user_deleted(user_id=user_id, at=now_ms()))
+        outcome = await self.ctx.engine.commit(records.user_deleted(user_id=user_id, at=now_ms()))
         if not outcome.ok:
             raise outcome_error(outcome)
         self.set_status(204)
@@ -290,7 +290,7 @@ class AccessKeysHandler(ApiHandler):
             "access keys", user_id, held, MAX_ACCESS_KEYS_PER_USER
         ):
             outcome = await engine.commit(
-                events.access_key_created(
+                records.access_key_created(
                     access_key_id=key_id,
                     user_id=user_id,
                     name=name,
@@ -332,7 +332,7 @@ class AccessKeyHandler(ApiHandler):
             raise ApiError("InvalidArgument", 'the body must be {"status": "active"|"revoked"}')
         engine = self.ctx.engine
         outcome = await engine.commit(
-            events.access_key_updated(access_key_id=key.access_key_id, status=status, at=now_ms())
+            records.access_key_updated(access_key_id=key.access_key_id, status=status, at=now_ms())
         )
         if not outcome.ok:
             raise outcome_error(outcome)
@@ -343,7 +343,7 @@ class AccessKeyHandler(ApiHandler):
     async def delete(self, access_key_id: str) -> None:
         key = self.require_key(access_key_id, Action.ACCESS_KEY_DELETE)
         outcome = await self.ctx.engine.commit(
-            events.access_key_deleted(access_key_id=key.access_key_id, at=now_ms())
+            records.access_key_deleted(access_key_id=key.access_key_id, at=now_ms())
         )
         if not outcome.ok:
             raise outcome_error(outcome)

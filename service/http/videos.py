@@ -51,7 +51,7 @@ from service.media.video_shares import (
     resolve_playback,
     revoke_share,
 )
-from service.meta import VideoJob, events
+from service.meta import VideoJob, records
 from service.ops.buckets import require_bucket
 
 DEFAULT_SHARE_SECONDS = 3600
@@ -154,9 +154,9 @@ class JobsHandler(VideoHandler):
     def get(self) -> None:
         bucket = self.get_query_argument("bucket", None, strip=False) or None
         status = self.get_query_argument("status", None, strip=False) or None
-        if status is not None and status not in events.JOB_STATUSES:
+        if status is not None and status not in records.JOB_STATUSES:
             raise ApiError(
-                "InvalidArgument", f"status must be one of {', '.join(events.JOB_STATUSES)}"
+                "InvalidArgument", f"status must be one of {', '.join(records.JOB_STATUSES)}"
             )
         state = self.ctx.engine.state
         if bucket is not None:

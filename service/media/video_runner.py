@@ -44,7 +44,7 @@ from service.media.video_jobs import remove_outputs
 from service.media.video_outputs import content_type_for, is_output_name, store_order
 from service.media.video_params import JobParams
 from service.media.video_scratch import ScratchSpace
-from service.meta import VideoJob, events
+from service.meta import VideoJob, records
 from service.meta.video_state import FINISHED
 from service.ops.objects import PutIntent, store_server_made
 
@@ -207,7 +207,7 @@ class VideoJobRunner:
         error: str | None = None,
     ) -> None:
         progress = 1.0 if status == "completed" else self._progress.get(run.job_id, 0.0)
-        event = events.video_job_updated(
+        event = records.video_job_updated(
             job_id=run.job_id,
             status=status,
             progress=progress,
@@ -225,7 +225,7 @@ class VideoJobRunner:
         if job.status == "queued":
             await self._commit(
                 run,
-                events.video_job_updated(
+                records.video_job_updated(
                     job_id=job.job_id,
                     status="processing",
                     progress=0.0,

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.meta import events, fields
+from service.meta import fields, records
 from service.meta.fields import MalformedEventError
 from service.meta.outcome import Outcome, accepted, rejected
 
@@ -77,7 +77,7 @@ class Notifications:
         self._webhooks: dict[str, tuple[Webhook, ...]] = {}
 
     def handlers(self) -> dict[str, Handler]:
-        return {events.NOTIFICATIONS_CONFIGURED: self._configured}
+        return {records.NOTIFICATIONS_CONFIGURED: self._configured}
 
     def images(self) -> dict[str, list[dict[str, Any]]]:
         """The webhooks as documents, bucket by bucket (for a snapshot)."""

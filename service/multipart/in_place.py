@@ -55,7 +55,7 @@ from typing import Any
 from journal import JournalError
 from service.engine.core import Engine
 from service.meta import PartInfo, UploadSession
-from service.meta.events import PART_STORED
+from service.meta.records import PART_STORED
 from service.storage import StagedPayload, region_locks
 from service.storage.direct import RegionWriter, SealPlan, is_direct_id, parse_direct_id
 from service.storage.region_locks import RegionLock

@@ -36,7 +36,7 @@ from service.common.numbers import require_int
 from service.common.timefmt import now_ms
 from service.common.wire import MAX_PART_NUMBER, MIN_PART_NUMBER, QUERY_PART_NUMBER
 from service.engine.core import Engine
-from service.meta import ObjectVersion, PartInfo, UploadSession, events
+from service.meta import ObjectVersion, PartInfo, UploadSession, records
 from service.multipart.uploads import Uploads
 from service.ops.buckets import outcome_error, require_bucket
 from service.ops.objects import (
@@ -143,7 +143,7 @@ async def start_upload(engine: Engine, owner: str, body: Mapping[str, Any]) -> U
     upload_id = secrets.token_hex(16)
     at = now_ms()
     outcome = await engine.commit(
-        events.upload_started(
+        records.upload_started(
             upload_id=upload_id,
             bucket=bucket,
             key=key,
@@ -194,7 +194,7 @@ async def store_part(
         payload_id = await promote_staged(engine, staged)
         crashpoints.hit("multipart.part_promoted")
     outcome = await engine.commit(
-        events.part_stored(
+        records.part_stored(
             upload_id=session.upload_id,
             part_number=part_number,
             payload_id=payload_id,
@@ -284,7 +284,7 @@ async def complete_upload(
         payload_id = await promote_staged(engine, staged)
         crashpoints.hit("multipart.joined_promoted")
         outcome = await engine.commit(
-            events.upload_completed(
+            records.upload_completed(
                 upload_id=session.upload_id,
                 part_numbers=[part.part_number for part in parts],
                 payload_id=payload_id,
@@ -308,7 +308,7 @@ async def abort_upload(uploads: Uploads, session: UploadSession, reason: str = "
     """Close a session without an object; its parts are released by the commit."""
     ensure_not_completing(uploads, session.upload_id)
     outcome = await uploads.engine.commit(
-        events.upload_aborted(upload_id=session.upload_id, reason=reason, at=now_ms())
+        records.upload_aborted(upload_id=session.upload_id, reason=reason, at=now_ms())
     )
     crashpoints.hit("multipart.after_abort_record")
     if not outcome.ok:
@@ -325,7 +325,7 @@ async def reap_expired_uploads(uploads: Uploads) -> int:
         if session.upload_id in uploads.completing or engine.read_only_reason:
             continue
         outcome = await engine.commit(
-            events.upload_aborted(upload_id=session.upload_id, reason="expired", at=now_ms())
+            records.upload_aborted(upload_id=session.upload_id, reason="expired", at=now_ms())
         )
         reaped += int(outcome.ok)
         if outcome.ok:

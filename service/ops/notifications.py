@@ -18,7 +18,7 @@ from service.common.timefmt import now_ms
 from service.engine.core import Engine
 from service.events.feed import EVENT_TYPES
 from service.events.targets import TargetPolicy
-from service.meta import events
+from service.meta import records
 from service.ops.buckets import outcome_error, require_bucket
 
 MAX_WEBHOOKS = 20
@@ -107,7 +107,7 @@ async def set_webhooks(engine: Engine, bucket: str, hooks: list[dict[str, Any]])
     engine.ensure_writable()
     after = engine.committer.last_sequence()
     outcome = await engine.commit(
-        events.notifications_configured(
+        records.notifications_configured(
             bucket=bucket, webhooks=hooks, after_sequence=after, at=now_ms()
         )
     )

@@ -27,7 +27,7 @@ from service.common.names import key_problem
 from service.common.sizes import CHUNK_BYTES
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
-from service.meta import Bucket, ObjectVersion, events
+from service.meta import Bucket, ObjectVersion, records
 from service.ops.buckets import outcome_error, require_bucket
 from service.storage import DigestMismatch, PayloadStore, StagedPayload, StagingUpload
 from service.storage.entropy import random_hex
@@ -217,7 +217,7 @@ async def commit_stored(
 ) -> ObjectVersion:
     """Commit a promoted payload as the key's new version (``ObjectStored``); a refused
     commit releases the payload."""
-    event = events.object_stored(
+    event = records.object_stored(
         bucket=intent.bucket,
         key=intent.key,
         payload_id=payload_id,
@@ -306,7 +306,7 @@ async def delete_object(engine: Engine, bucket: str, key: str, version_id: str |
     elif engine.state.head_object(bucket, key, version_id) is None:
         raise ApiError("NoSuchVersion", f"no version {version_id!r} of {key!r}")
     outcome = await engine.commit(
-        events.object_deleted(
+        records.object_deleted(
             bucket=bucket,
             key=key,
             version_id=version_id,

@@ -20,7 +20,7 @@ from service.context import AppContext
 from service.engine.core import Engine, OwnState
 from service.engine.journaled import JournalCommitter
 from service.media.video_shares import reap_expired_shares
-from service.meta import events
+from service.meta import records
 from service.multipart.operations import reap_expired_uploads
 from service.observability import Metrics
 from service.ops.first_run import bootstrap_if_empty
@@ -86,4 +86,4 @@ async def flush_key_usage(engine: Engine) -> None:
     """Persist access keys' last-use times in one record (not one write per request)."""
     pending = engine.key_usage.pending(engine.state)
     if pending and engine.read_only_reason is None:
-        await engine.commit(events.access_keys_used(last_used=pending, at=now_ms()))
+        await engine.commit(records.access_keys_used(last_used=pending, at=now_ms()))

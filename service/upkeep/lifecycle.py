@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from service.common.api_errors import ServiceError
 from service.common.timefmt import now_ms
-from service.meta import ObjectVersion, UploadSession, events
+from service.meta import ObjectVersion, UploadSession, records
 from service.meta.lifecycle_state import (
     EXPIRE,
     LONE_MARKER,
@@ -177,7 +177,7 @@ class LifecycleRunner:
         when the key changed since (PreconditionFailed: a race lost, skipped)."""
         self._engine.ensure_writable()
         outcome = await self._engine.commit(
-            events.object_deleted(
+            records.object_deleted(
                 bucket=version.bucket,
                 key=version.key,
                 version_id=version_id,
@@ -206,7 +206,7 @@ class LifecycleRunner:
         applied; a session completing now is left alone)."""
         ensure_not_completing(self._uploads, session.upload_id)
         outcome = await self._engine.commit(
-            events.upload_aborted(
+            records.upload_aborted(
                 upload_id=session.upload_id, reason="expired", at=now_ms(), created_before=cutoff
             )
         )
