@@ -1,5 +1,6 @@
 """Durable file operations every user of the seam needs, written once: directories whose
-own entries survive a power loss, and small files replaced whole or not at all.
+own entries survive a power loss, and small files replaced whole or not at all (and read
+back whole).
 
 Thread-safety: blocking; call from an executor (or before the event loop starts). Each
 ``replace_file`` takes a temporary name of its own, so two writes of one path never share
@@ -57,3 +58,14 @@ def replace_file(fs: FileSystem, path: str, data: bytes, *, mode: int = 0o644) -
     file.close()
     fs.rename(temp, path)  # atomic: readers see the old file or the whole new one
     fs.fsync_dir(os.path.dirname(path) or ".")  # the rename itself must survive a crash
+
+
+def read_file(fs: FileSystem, path: str) -> bytes | None:
+    """All bytes of the small file ``path``; None when there is none."""
+    if not fs.exists(path):
+        return None
+    file = fs.open_read(path)
+    try:
+        return file.read()
+    finally:
+        file.close()

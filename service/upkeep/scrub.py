@@ -39,7 +39,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fsseam.durable import replace_file
+from fsseam.durable import read_file, replace_file
 from service.common.timefmt import rfc3339_seconds
 from service.config import Config
 from service.engine.core import Engine
@@ -306,14 +306,9 @@ class Scrubber:
         replace_file(self._engine.fs, self._path, data)  # whole, or the previous one
 
     def _load(self) -> ScrubProgress | None:
-        fs = self._engine.fs
-        if not fs.exists(self._path):
+        data = read_file(self._engine.fs, self._path)
+        if data is None:
             return None
-        source = fs.open_read(self._path)
-        try:
-            data = source.read()
-        finally:
-            source.close()
         try:
             doc = json.loads(data)
             corrupt = [CorruptEntry(**entry) for entry in doc.pop("corrupt", [])]

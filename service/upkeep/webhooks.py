@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from fsseam.durable import replace_file
+from fsseam.durable import read_file, replace_file
 from service.common.timefmt import rfc3339_seconds
 from service.config import Config
 from service.engine.core import Engine
@@ -369,14 +369,9 @@ class WebhookDispatcher:
         replace_file(self._engine.fs, self._path, data)  # whole, or the previous one
 
     def _load(self) -> dict[str, dict[str, Any]]:
-        fs = self._engine.fs
-        if not fs.exists(self._path):
+        data = read_file(self._engine.fs, self._path)
+        if data is None:
             return {}
-        source = fs.open_read(self._path)
-        try:
-            data = source.read()
-        finally:
-            source.close()
         try:
             doc = json.loads(data)
         except ValueError:
