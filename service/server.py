@@ -32,7 +32,7 @@ import tornado.ioloop
 from fsseam.fs import FileSystem, RealFileSystem
 from service import __version__
 from service.app import make_app, route_names
-from service.auth import CREDENTIALS_FILENAME, BootstrapError, load_or_create_server_secret
+from service.auth import BootstrapError, load_or_create_server_secret
 from service.config import Config, ConfigError, load_config
 from service.context import AppContext
 from service.engine.core import Engine, install_crash_hook
@@ -60,14 +60,6 @@ STREAMS_GRACE_SECONDS = 5.0
 """How long a stop waits for the open event streams to end once told to."""
 LOG_FLUSH_SECONDS = 0.1
 """Log lines are written in batches at most this long after they were logged."""
-
-
-def credentials_hint(config: Config, fs: FileSystem) -> str:
-    """Where the operator finds the credentials (never the secret itself)."""
-    path = os.path.join(config.data_dir, CREDENTIALS_FILENAME)
-    if fs.exists(path):
-        return f"see {path}"
-    return "the SERVICE_ROOT_ACCESS_KEY / SERVICE_ROOT_SECRET_KEY you configured"
 
 
 def bucket_usage_rows(engine: Engine) -> list[BucketUsage]:
@@ -110,7 +102,7 @@ async def serve(
     loop = asyncio.get_running_loop()
     for signum in role.stop_signals:
         loop.add_signal_handler(signum, stop.set)
-    role.ready(config)
+    role.ready(ctx)
     await stop.wait()
     log.info("shutting down")
     for each in servers:

@@ -12,9 +12,9 @@ place:
 - the head every answer starts with: ``Server``, ``Date``, ``X-Request-Id``
   (``response_head``);
 - the error answer: status, the error's own headers (``Retry-After`` for a hint),
-  ``Cache-Control: no-store``, and the JSON envelope ``{"error": {"code", "message",
-  "request_id"}}`` unless the answer has no body (HEAD, 304) (``render_error``); the log
-  detail goes to the server log, never to the client;
+  ``ERROR_HEADERS`` (never cached, never sniffed, never run), and the JSON envelope
+  ``{"error": {"code", "message", "request_id"}}`` unless the answer has no body (HEAD, 304)
+  (``render_error``); the log detail goes to the server log, never to the client;
 - the finished request: one ``FinishedRequest`` record, out of the graceful stop's count,
   into the metrics and the access log (``record_finished``).
 
@@ -43,13 +43,17 @@ from service.common.api_errors import (
 )
 from service.common.timefmt import http_date
 from service.common.wire import HEADER_REQUEST_ID
+from service.http.served_content import SANDBOX_HEADERS
 from service.observability import FinishedRequest
 
 log = logging.getLogger("service.http")
 
 JSON_TYPE = "application/json; charset=utf-8"
 SERVER_NAME = "service"
-"""The ``Server`` header of every answer."""
+"""The one ``Server`` header of every answer: the product, never a library or a version."""
+ERROR_HEADERS = (("Cache-Control", "no-store"), *SANDBOX_HEADERS)
+"""What every error answer carries besides the error's own headers: never cached, never
+sniffed as a page (its message may quote what the client sent), never run."""
 
 _REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 _REQUEST_ID_PREFIX = secrets.token_hex(4)
@@ -139,7 +143,7 @@ class ErrorAnswer:
 
     status: int
     headers: list[tuple[str, str]]
-    """The error's headers, ``Cache-Control``, and ``Content-Type`` when there is a body;
+    """The error's headers, ``ERROR_HEADERS``, and ``Content-Type`` when there is a body;
     never ``Content-Length`` (the sender knows how it frames the body)."""
     body: bytes
 
@@ -152,7 +156,7 @@ def render_error(error: ServiceError, request_id: str, *, with_body: bool = True
     if error.log_detail:
         log.warning("request %s: %s", request_id, error.log_detail)
     status = status_of(error)
-    headers = [("Cache-Control", "no-store"), *response_headers(error).items()]
+    headers = [*ERROR_HEADERS, *response_headers(error).items()]
     if not with_body or status == 304:
         return ErrorAnswer(status, headers, b"")
     headers.append(("Content-Type", JSON_TYPE))

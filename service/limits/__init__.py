@@ -1,5 +1,6 @@
 """Admission: what a request may start, and how many at once, whichever path it takes.
 
+- ``fair_slots``: per-user caps that wait for a slot, fairly, then refuse (429).
 - ``upload_slots``: bodies streaming now, per user and in all, and the watchdog's rates.
 - ``caps``: per-user caps on what a user may accumulate (access keys, open uploads), the
   creations still in flight, and case-insensitive usernames.

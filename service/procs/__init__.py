@@ -11,9 +11,10 @@ workers sharing the port (the roles themselves are assembled in ``service.roles`
 - ``forward``: the routes a worker hands to the writer, streamed back.
 - ``shared_metrics`` and ``process_table``: every process's metrics and request counts.
 
-May import (docs/architecture.md, "Layers"): ``journal``, ``service.common``,
-``service.config``, ``service.meta``, ``service.observability``, ``service.storage``,
-``service.index``, ``service.engine``, ``service.context``, ``service.http``.
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``, ``service.common``,
+``service.config``, ``service.meta``, ``service.observability``, ``service.banner``,
+``service.storage``, ``service.index``, ``service.engine``, ``service.context``,
+``service.http``.
 
 See docs/architecture.md, "Several processes".
 """

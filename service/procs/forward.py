@@ -27,6 +27,7 @@ Thread-safety: event-loop thread only.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import socket
 import weakref
@@ -62,6 +63,14 @@ def forwarded_route(route_name: str) -> str:
     return route_name + FORWARDED
 
 
+_forwarding_for: contextvars.ContextVar[ForwardHandler | None] = contextvars.ContextVar(
+    "forwarding_for", default=None
+)
+"""The handler whose request is being passed on (the upstream connection is opened in a task
+that inherits the handler's context), so that the connection can be closed when the client
+goes away: an event stream waiting for a slot at the writer, or open there, frees it at once."""
+
+
 class _UnixResolver(tornado.netutil.Resolver):
     """Every host is the writer's unix socket."""
 
@@ -84,6 +93,9 @@ class _TrackingTCPClient(tornado.tcpclient.TCPClient):
     async def connect(self, *args: Any, **kwargs: Any) -> tornado.iostream.IOStream:
         stream = await super().connect(*args, **kwargs)
         self.streams.add(stream)
+        handler = _forwarding_for.get()
+        if handler is not None:
+            handler.upstream = stream
         return stream
 
 
@@ -116,10 +128,18 @@ class WriterForwarder:
         self.client.close()
 
 
+class _EveryMethod:
+    """Contains every method: the writer answers each one, a method its route lacks with
+    the contract's 405 and ``Allow`` (not Tornado's bare page), as a single process does."""
+
+    def __contains__(self, method: object) -> bool:
+        return True
+
+
 class ForwardHandler(ApiHandler):
     """Pass the request to the writer; stream its answer back unchanged."""
 
-    SUPPORTED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+    SUPPORTED_METHODS = _EveryMethod()  # type: ignore[assignment]
     public = True
     """The writer authenticates and authorises the request."""
 
@@ -131,6 +151,7 @@ class ForwardHandler(ApiHandler):
         self._forwarder = forwarder
         self._streaming = False
         self._gone = False
+        self.upstream: tornado.iostream.IOStream | None = None
 
     async def prepare(self) -> None:
         request = self.request
@@ -157,6 +178,7 @@ class ForwardHandler(ApiHandler):
             header_callback=self._on_header,
             streaming_callback=self._on_chunk,
         )
+        forwarding = _forwarding_for.set(self)
         try:
             await self._forwarder.client.fetch(upstream, raise_error=False)
         except (OSError, tornado.httpclient.HTTPClientError):
@@ -169,6 +191,9 @@ class ForwardHandler(ApiHandler):
                 # client, which sees the short body rather than a whole-looking one.
                 self.request.connection.close()  # type: ignore[union-attr]
             # An event stream ends cleanly instead: its client resumes by Last-Event-ID.
+        finally:
+            _forwarding_for.reset(forwarding)
+            self.upstream = None
         if not self._finished:
             self.finish()
 
@@ -201,5 +226,7 @@ class ForwardHandler(ApiHandler):
 
     def on_connection_close(self) -> None:
         self._gone = True
+        if self.upstream is not None:
+            self.upstream.close()  # the writer frees what the request held or waited for
         self.ctx.streams.ended(self)
         super().on_connection_close()

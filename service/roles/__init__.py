@@ -18,7 +18,7 @@ standby following a shipped journal, say) is a new module here and a new way to 
 docs/architecture.md, "Roles", walks through one.
 
 May import (docs/architecture.md, "Layers"): ``fsseam``, ``service.common``,
-``service.config``, ``service.meta``, ``service.observability``, ``service.engine``,
-``service.ops``, ``service.multipart``, ``service.media``, ``service.upkeep``,
+``service.config``, ``service.meta``, ``service.observability``, ``service.banner``,
+``service.engine``, ``service.ops``, ``service.multipart``, ``service.media``, ``service.upkeep``,
 ``service.context``, ``service.http``, ``service.procs``, ``service.app``.
 """

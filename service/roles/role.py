@@ -64,7 +64,7 @@ class Role(Protocol):
         """Start the background work; the HTTP servers, the public one first."""
         ...
 
-    def ready(self, config: Config) -> None:
+    def ready(self, ctx: AppContext) -> None:
         """The process serves: say so (a banner, or a word to the supervisor)."""
 
     async def drain(self) -> None:

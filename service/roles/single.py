@@ -11,6 +11,7 @@ import tornado.httpserver
 import tornado.web
 
 from fsseam.fs import FileSystem
+from service.banner import startup_banner
 from service.config import Config
 from service.context import AppContext
 from service.engine.core import Engine
@@ -44,12 +45,8 @@ class SingleRole:
         await self.owner.start(ctx)
         return [make_http_server(app, ctx.config, ctx)]
 
-    def ready(self, config: Config) -> None:
-        print(
-            f"service listening on http://{config.host}:{config.port} "
-            f"(data dir {config.data_dir}, durability {config.durability})",
-            flush=True,
-        )
+    def ready(self, ctx: AppContext) -> None:
+        print(startup_banner(ctx.config, ctx.engine.fs), flush=True)
 
     async def drain(self) -> None:
         """Nothing passes through."""

@@ -67,7 +67,7 @@ class WorkerRole:
         app.add_handlers(r".*", self.forwarder.routes(ctx, routes_at(Home.JOURNAL)))
         return [make_http_server(FreshStateDelegate(app, ctx.engine), ctx.config, ctx)]
 
-    def ready(self, config: Config) -> None:
+    def ready(self, ctx: AppContext) -> None:
         self.seat.ready()
 
     async def drain(self) -> None:

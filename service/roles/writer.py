@@ -68,7 +68,7 @@ class WriterRole:
         internal.add_socket(bind_unix_socket(forward_socket_path(self.seat.socket_path), 0o600))
         return [make_http_server(app, ctx.config, ctx), internal]
 
-    def ready(self, config: Config) -> None:
+    def ready(self, ctx: AppContext) -> None:
         self.seat.ready()
 
     async def drain(self) -> None:
