@@ -15,7 +15,7 @@ allow it. A stream follows its bucket's identity, not its name: a bucket deleted
 again is another bucket.
 
 A stream is not counted among the requests a graceful stop waits for (it never ends by
-itself); the stop ends it (``service.http.open_streams``): the response finishes cleanly and
+itself); the stop ends it (``service.limits.open_streams``): the response finishes cleanly and
 the client reconnects with ``Last-Event-ID``.
 """
 
@@ -30,7 +30,7 @@ from service.common.api_errors import ApiError
 from service.common.numbers import MAX_DIGITS, require_int
 from service.events.scope import BucketScope
 from service.events.stream import EventStream
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 from service.http.request_contract import render_error
 from service.http.stream_authority import stream_authority
 from service.ops.buckets import require_bucket
@@ -53,6 +53,7 @@ def expired(after: int, covered_after: int) -> ApiError:
 
 class BucketEventsHandler(ApiHandler):
     route_name = "/api/v1/buckets/{bucket}/events"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET",)
 
     def _resume_after(self) -> int | None:
@@ -89,7 +90,7 @@ class BucketEventsHandler(ApiHandler):
             authority=stream_authority(
                 lambda: engine.state, self.ctx.server_secret, self.request, self.principal, scope
             ),
-            stopping=lambda: streams.stopping or engine.journal is None,
+            stopping=lambda: streams.stopping,
             wait_or_stop=streams.wait_or_stop,
             expired=self._expired_frame,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.meta import MetaState, decode_snapshot, encode_snapshot, events
+from service.meta import MetaState, decode_snapshot, encode_snapshot, records
 from tests.meta.factory import Factory, applied
 
 RULE = {
@@ -21,11 +21,11 @@ def configured(f: Factory, **hooks: dict[str, object]) -> MetaState:
     created = f.bucket()
     applied(state, created)
     bucket_id = created["bucket_id"]
-    rules = events.lifecycle_configured(bucket="b", rules=[RULE], at=f.at(), bucket_id=bucket_id)
+    rules = records.lifecycle_configured(bucket="b", rules=[RULE], at=f.at(), bucket_id=bucket_id)
     applied(state, rules)
     applied(
         state,
-        events.notifications_configured(
+        records.notifications_configured(
             bucket="b", webhooks=[HOOK], after_sequence=7, at=f.at(), bucket_id=bucket_id
         ),
     )
@@ -50,7 +50,7 @@ def test_a_webhook_keeps_its_start_when_reconfigured_and_a_new_one_starts_later(
     f = Factory()
     state = configured(f)
     other = {**HOOK, "id": "x"}
-    event = events.notifications_configured(
+    event = records.notifications_configured(
         bucket="b",
         webhooks=[HOOK, other],
         after_sequence=20,
@@ -74,11 +74,11 @@ def test_configuring_a_missing_bucket_or_a_malformed_rule_is_rejected() -> None:
     state = MetaState()
     missing = "bkt_" + "0" * 24
     outcome = state.apply(
-        events.lifecycle_configured(bucket="nope", rules=[RULE], at=1, bucket_id=missing)
+        records.lifecycle_configured(bucket="nope", rules=[RULE], at=1, bucket_id=missing)
     )
     assert not outcome.ok and outcome.error_code == "NoSuchBucket"
     bad = {**RULE, "expire_after_days": -1}
     outcome = state.apply(
-        events.lifecycle_configured(bucket="nope", rules=[bad], at=1, bucket_id=missing)
+        records.lifecycle_configured(bucket="nope", rules=[bad], at=1, bucket_id=missing)
     )
     assert not outcome.ok and state.anomalies() == {"malformed:LifecycleConfigured": 1}
