@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgpack
 
-from service.meta import MetaState, decode_snapshot, encode_snapshot, events, legacy_bucket_id
+from service.meta import MetaState, decode_snapshot, encode_snapshot, legacy_bucket_id, records
 from service.meta.lifecycle_state import EXPIRE, judgment
 from tests.meta.factory import Factory, applied
 
@@ -21,8 +21,8 @@ RULE = {
 HOOK = {"id": "w", "url": "http://h/", "events": [], "prefix": "", "secret": "s"}
 
 
-def legacy_record(name: str, at: int) -> events.Event:
-    return events.bucket_created(
+def legacy_record(name: str, at: int) -> records.Event:
+    return records.bucket_created(
         name=name,
         owner="u1",
         quota_bytes=None,
@@ -86,8 +86,8 @@ def test_rules_and_webhooks_accepted_for_a_deleted_bucket_never_reach_its_succes
     applied(state, f.bucket("b", owner="u2"))
     before = state.freeze()
     for event in (
-        events.lifecycle_configured(bucket="b", rules=[RULE], at=f.at(), bucket_id=old),
-        events.notifications_configured(
+        records.lifecycle_configured(bucket="b", rules=[RULE], at=f.at(), bucket_id=old),
+        records.notifications_configured(
             bucket="b", webhooks=[HOOK], after_sequence=0, at=f.at(), bucket_id=old
         ),
     ):
@@ -97,7 +97,7 @@ def test_rules_and_webhooks_accepted_for_a_deleted_bucket_never_reach_its_succes
     current = state.bucket_id_of("b")
     assert current is not None
     applied(
-        state, events.lifecycle_configured(bucket="b", rules=[RULE], at=f.at(), bucket_id=current)
+        state, records.lifecycle_configured(bucket="b", rules=[RULE], at=f.at(), bucket_id=current)
     )
     assert [rule.id for rule in state.lifecycle.rules("b")] == ["r"]
 
@@ -111,7 +111,7 @@ def test_a_lifecycle_delete_judged_in_a_deleted_bucket_is_refused_in_its_success
     applied(state, f.put("k"))
     version = state.head_object("b", "k")
     assert version is not None
-    delete = events.object_deleted(
+    delete = records.object_deleted(
         bucket="b",
         key="k",
         version_id=None,
