@@ -32,6 +32,7 @@ from service.http.identity import (
 )
 from service.http.image_handlers import ImageHandler, ImageOptimizeHandler
 from service.http.lifecycle_handlers import BucketLifecycleHandler, LifecycleRunHandler
+from service.http.lock_handlers import LegalHoldHandler, RetentionHandler
 from service.http.multipart_handlers import (
     MultipartCompleteHandler,
     MultipartInitHandler,
@@ -63,6 +64,10 @@ KEY = r"(?P<key>.*)"
 UPLOAD = r"(?P<upload_id>[^/]+)"
 API = "/api/v1"
 OBJECT = rf"{API}/buckets/{BUCKET}/objects/{KEY}"
+RETENTION = rf"{API}/buckets/{BUCKET}/objects/(?P<key>.+)/retention"
+LEGAL_HOLD = rf"{API}/buckets/{BUCKET}/objects/(?P<key>.+)/legal-hold"
+OBJECT_READ = rf"{API}/buckets/{BUCKET}/objects/(?P<key>(?!.*/(?:retention|legal-hold)$).*)"
+"""The object path but for its lock routes (matched on the raw path: ``%2F`` is no ``/``)."""
 PLAY = rf"{API}/videos/play/(?P<token>[^/]+)/(?P<path>.*)"
 
 
@@ -73,6 +78,8 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets", BucketsHandler),
         (rf"{API}/buckets/{BUCKET}", BucketHandler),
         (rf"{API}/buckets/{BUCKET}/objects", ObjectListHandler),
+        (RETENTION, RetentionHandler),
+        (LEGAL_HOLD, LegalHoldHandler),
         (OBJECT, ObjectHandler),
         (rf"{API}/buckets/{BUCKET}/versions", VersionListHandler),
         (rf"{API}/buckets/{BUCKET}/batch", BatchHandler),
@@ -125,7 +132,7 @@ def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:
     handler of the same pattern in ``handler_table``."""
     return [
         tornado.routing.Rule(
-            tornado.routing.PathMatches(OBJECT),
+            tornado.routing.PathMatches(OBJECT_READ),
             ObjectReadRouter(
                 ctx,
                 ObjectHandler.route_name,

@@ -112,6 +112,9 @@ class Config:
     """First start only: the password of user ``admin``; generated when unset."""
     crash_point: str | None = None
     """Test-only: ``name`` or ``name:N`` makes the process SIGKILL itself at the Nth hit."""
+    clock_offset: float = 0.0
+    """Test-only: seconds added to the clock events are stamped with (a server whose clock is
+    ahead, or, started after one that was, behind: the object lock's clock rule)."""
     lifecycle_interval: float = 3600.0
     """Seconds between background passes applying the buckets' lifecycle rules."""
     lifecycle_pass_pause: float = 0.005
@@ -189,6 +192,7 @@ RULES: Mapping[str, Rule] = {
     "image_workers": Rule(maximum=256),
     "max_concurrent_video_jobs": Rule(minimum=1),
     "crash_point": Rule(test_only=True),
+    "clock_offset": Rule(test_only=True),
     "cors_origins": Rule(
         allowed="comma-separated origins (scheme://host[:port]) or *",
         validator="service.http.cors:CorsPolicy.parse",

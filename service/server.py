@@ -36,7 +36,7 @@ from fsseam.fs import FileSystem, RealFileSystem
 from service import __version__
 from service.app import make_app, route_names
 from service.auth import CREDENTIALS_FILENAME, BootstrapError, load_or_create_server_secret
-from service.common.timefmt import now_ms
+from service.common.timefmt import now_ms, set_clock_offset
 from service.config import Config, ConfigError, load_config
 from service.context import AppContext
 from service.engine.core import Engine, install_crash_hook
@@ -147,6 +147,7 @@ async def serve(
     ``sockets`` may be a function that opens them, called once the process is ready to serve
     (a worker, whose siblings take the connections until then)."""
     install_crash_hook(config.crash_point)
+    set_clock_offset(config.clock_offset)  # test-only; 0 unless a test sets it
     worker = role is not None and not role.writer
     link = WriterLink(role.socket_path) if role is not None and worker else None
     engine = Engine(config, fs=fs) if link is None else WorkerEngine(config, link, fs=fs)

@@ -139,6 +139,7 @@ def _replay(
                 raise IndexMismatchError(
                     f"the event log ends before record {record.sequence}, which the index holds"
                 )
+            state.locks.observe_time(event.get("at"))  # the newest time, for the lock
             continue  # the index holds its effects already
         if index is not None and not index.in_batch:
             index.begin()

@@ -4,7 +4,8 @@ Layout (one LMDB environment, named databases):
 
 - ``versions``: ``bucket NUL key`` -> msgpack list of the key's versions, oldest first, each
   ``[version_id, payload_id, size, content_type, sha256, custom_metadata, created_at,
-  updated_at, is_delete_marker]``;
+  updated_at, is_delete_marker]`` and, for a version with a retention or legal hold,
+  ``retention_mode, retain_until, legal_hold`` after them (``service.meta.model.version_row``);
 - ``visible``: ``bucket NUL key`` -> empty, for the keys whose latest version is not a
   delete marker (listings never step over deleted keys);
 - ``usage``: bucket name -> its usage (object count, bytes), for every bucket;
@@ -51,7 +52,7 @@ import msgpack
 from service.index import lmdb_listing
 from service.index.protocol import IndexUnreadableError
 from service.meta import listing
-from service.meta.model import ObjectPage, ObjectVersion, Usage, VersionPage
+from service.meta.model import ObjectPage, ObjectVersion, Usage, VersionPage, version_row
 from service.meta.object_index import BucketImage, Versions, visible
 
 CACHE_ENTRIES = 8192
@@ -176,22 +177,7 @@ def _put_usage(txn: Any, db: Any, bucket: str, usage: Usage | None) -> None:
 
 
 def _pack(versions: Versions) -> bytes:
-    data: bytes = msgpack.packb(
-        [
-            [
-                v.version_id,
-                v.payload_id,
-                v.size,
-                v.content_type,
-                v.sha256,
-                dict(v.custom_metadata),
-                v.created_at,
-                v.updated_at,
-                v.is_delete_marker,
-            ]
-            for v in versions
-        ]
-    )
+    data: bytes = msgpack.packb([version_row(v) for v in versions])
     return data
 
 

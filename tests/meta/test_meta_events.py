@@ -21,6 +21,7 @@ def every_event(f: Factory) -> list[events.Event]:
     job = f.job()
     job_id = job["job_id"]
     share = f.share(job_id)
+    locked = f.put("held", bucket="lk")
     return [
         events.server_initialized(server_id="srv-1", at=f.at()),
         events.user_created(user_id="u1", username="ada", password_hash="h", role="admin", at=1),
@@ -66,6 +67,10 @@ def every_event(f: Factory) -> list[events.Event]:
         events.video_share_revoked(share_id=share["share_id"], reason="revoked", at=f.at()),
         events.video_job_deleted(job_id=job_id, at=f.at()),
         f.drop_bucket(force=True),
+        f.lock_bucket(),
+        locked,
+        f.retention("held", locked["version_token"], "governance", f.now + 60_000),
+        f.legal_hold("held", locked["version_token"], True),
         events.user_deleted(user_id="u1", at=8),
     ]
 
