@@ -11,6 +11,7 @@ import tornado.routing
 import tornado.web
 
 from service.context import AppContext
+from service.http.audit_handlers import AuditHandler, AuditVerifyHandler
 from service.http.base import ApiHandler, NotFoundHandler
 from service.http.batch_handlers import BatchHandler
 from service.http.bucket_handlers import (
@@ -110,6 +111,8 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets/{BUCKET}/events", BucketEventsHandler),
         (rf"{API}/buckets/{BUCKET}/notifications", BucketNotificationsHandler),
         (rf"{API}/system/scrub", ScrubHandler),
+        (rf"{API}/system/audit", AuditHandler),
+        (rf"{API}/system/audit/verify", AuditVerifyHandler),
         (r"/", ConsoleRedirectHandler),
         (r"/console", ConsoleRedirectHandler),
         (r"/console/(?P<path>.*)", ConsoleFileHandler),

@@ -138,6 +138,17 @@ class Config:
     """One full scrub pass (re-read and verify every payload) per this many days."""
     scrub_rate_mbps: float = 50.0
     """Scrub pace in megabytes (10^6 bytes) per second."""
+    audit: bool = True
+    """Keep the audit log: one hash-chained record per request that reached authorisation
+    (docs/security.md, "Audit log"). 0 keeps none (for measurements; not for production)."""
+    audit_reads: bool = False
+    """Record reads (GET, HEAD, lists) in the audit log too; writes, admin actions and refusals
+    are always recorded."""
+    audit_retention_days: float = 90.0
+    """Days audit records are kept; older segments are removed, leaving a signed starting point
+    (fractions allowed)."""
+    audit_segment_bytes: int = 16 * MIB
+    """Size at which the audit log starts a new segment file (retention removes whole files)."""
 
     @property
     def journal_dir(self) -> str:
@@ -186,6 +197,8 @@ RULES: Mapping[str, Rule] = {
     "max_header_bytes": Rule(minimum=1024),
     "snapshot_every": Rule(minimum=1),
     "journal_segment_bytes": Rule(minimum=4096),
+    "audit_retention_days": Rule(minimum=0.0001, maximum=36500),
+    "audit_segment_bytes": Rule(minimum=1024),
     "health_min_free_fraction": Rule(maximum=1),
     "image_max_pixels": Rule(minimum=1),
     "image_memory_budget": Rule(minimum=1),

@@ -35,6 +35,8 @@ from tornado.netutil import bind_unix_socket
 from fsseam.fs import FileSystem, RealFileSystem
 from service import __version__
 from service.app import make_app, route_names
+from service.audit.log import AuditLog
+from service.audit.trail import AuditTrail
 from service.auth import CREDENTIALS_FILENAME, BootstrapError, load_or_create_server_secret
 from service.common.timefmt import now_ms, set_clock_offset
 from service.config import Config, ConfigError, load_config
@@ -81,6 +83,8 @@ LOG_FLUSH_SECONDS = 0.1
 """Log lines are written in batches at most this long after they were logged."""
 KEY_USAGE_FLUSH_SECONDS = 60.0
 SHARE_REAP_SECONDS = 600.0
+AUDIT_PRUNE_SECONDS = 3600.0
+"""The longest pause between two passes of the audit log's retention."""
 
 
 def observe_journal_batch(metrics: Metrics, records: int, seconds: float) -> None:
@@ -168,6 +172,7 @@ async def serve(
         load_or_create_server_secret, engine.fs, config.data_dir
     )
     ctx = AppContext(config, engine, metrics, performance, server_secret)
+    await start_audit(ctx, link)
     commits: CommitService | None = None
     app = make_app(ctx)
     delegate: Any = app
@@ -176,7 +181,7 @@ async def serve(
     if not worker:
         await start_background_work(engine, ctx, metrics)
         if role is not None:
-            commits = CommitService(engine, performance, role.socket_path)
+            commits = CommitService(engine, performance, role.socket_path, ctx.audit_log)
             await commits.start()
             engine.add_background_job(STALE_READERS_SECONDS, lambda: clear_stale_readers(engine))
             if table is not None:
@@ -224,12 +229,41 @@ async def serve(
         )
     if commits is not None:
         await commits.stop()
+    if ctx.audit_log is not None:
+        await ctx.audit_log.close()  # every request is answered: its record written
     if not worker:
         await ctx.video_jobs.stop()
         await ctx.webhooks.stop()
         await ctx.scrub.stop()
     ctx.images.close()
     await engine.stop()
+
+
+async def start_audit(ctx: AppContext, link: WriterLink | None) -> None:
+    """The audit log (``service.audit``): kept by this process, or (a worker) by the writer
+    through ``link``; retention applied now and then."""
+    config, engine = ctx.config, ctx.engine
+    if not config.audit:
+        return
+    strict = config.durability == "strict"
+    if link is None:
+        ctx.audit_log = AuditLog(
+            engine.fs,
+            config.data_dir,
+            secret=ctx.server_secret,
+            strict=strict,
+            retention_seconds=config.audit_retention_days * 86400,
+            segment_bytes=config.audit_segment_bytes,
+            readers=engine.executor,
+        )
+        await ctx.audit_log.open()
+        await ctx.audit_log.prune()
+        interval = min(AUDIT_PRUNE_SECONDS, max(1.0, ctx.audit_log.retention_seconds / 8))
+        engine.add_background_job(interval, ctx.audit_log.prune)
+    sink = ctx.audit_log if link is None else link.audit_sink(wait=strict)
+    ctx.audit = AuditTrail(
+        sink, reads=config.audit_reads, state=lambda: engine.state, secret=ctx.server_secret
+    )
 
 
 async def start_background_work(engine: Engine, ctx: AppContext, metrics: Metrics) -> None:

@@ -25,6 +25,7 @@ from service.auth import Action, Principal, Resource, Scope, authorize
 from service.common.api_errors import ApiError
 from service.common.wire import HEADER_REQUEST_ID, HEADER_RETRY_AFTER
 from service.context import AppContext
+from service.http.audit_hook import AuditedAnswer
 from service.http.authn import authenticate
 from service.http.json_body import load_json_object
 from service.http.request_contract import (
@@ -70,8 +71,9 @@ def authorize_action(
         authorize(principal, action, Resource.service())
 
 
-class ApiHandler(tornado.web.RequestHandler):
-    """Base of every API handler."""
+class ApiHandler(AuditedAnswer, tornado.web.RequestHandler):
+    """Base of every API handler (recorded in the audit log at its answer:
+    ``service.http.audit_hook``)."""
 
     ctx: AppContext
     route_name: str = "unknown"
@@ -104,6 +106,7 @@ class ApiHandler(tornado.web.RequestHandler):
         if self.request.method in BODYLESS_METHODS:
             self.set_max_body_size(0)
         if not self.public:
+            self.audit_reached = True  # authentication starts: the answer is recorded
             self.set_principal(self.authenticate())
 
     def authenticate(self) -> Principal:

@@ -19,6 +19,7 @@ from service.openapi.operations import REQUEST_ID
 from service.openapi.paths_accounts import account_paths, health_paths, system_paths
 from service.openapi.paths_batch import batch_paths, batch_schemas
 from service.openapi.paths_console import console_paths
+from service.openapi.paths_lock import lock_paths, lock_schemas
 from service.openapi.paths_media import image_paths, video_paths
 from service.openapi.paths_storage import (
     bucket_paths,
@@ -92,6 +93,7 @@ def openapi_document() -> dict[str, Any]:
         health_paths(),
         bucket_paths(),
         object_paths(),
+        lock_paths(),
         batch_paths(),
         image_paths(),
         account_paths(),
@@ -133,6 +135,7 @@ def openapi_document() -> dict[str, Any]:
                 **request_schemas(),
                 **upkeep_schemas(),
                 **batch_schemas(),
+                **lock_schemas(),
             },
             "responses": error_responses(REQUEST_ID),
             "parameters": parameter_components(),

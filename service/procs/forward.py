@@ -8,7 +8,8 @@ and gathered in the writer), the creation of multipart sessions (so that the per
 on open sessions counts every creation in flight in one place, ``service.http.caps``) and
 the rest of a session's life but its parts: its status, abort and ``complete`` (the writer
 keeps the object's SHA-256 carried over the parts written in place, from every process, and
-seals their file, ``service.multipart.in_place``; the parts stay on any process) are answered
+seals their file, ``service.multipart.in_place``; the parts stay on any process), and the
+audit log's pages and verification (the log and its files are the writer's) are answered
 by the writer alone. A worker
 passes such a request to the writer's second HTTP listener, a unix socket beside the commit
 socket, and streams the answer back as it comes (an event stream included).
@@ -54,6 +55,8 @@ WRITER_ROUTES = (
     rf"{API}/system/performance",
     rf"{API}/metrics",
     rf"{API}/system/scrub",
+    rf"{API}/system/audit",
+    rf"{API}/system/audit/verify",
     rf"{API}/system/lifecycle/run",
     rf"{API}/buckets/[^/]+/events",
     rf"{API}/buckets/[^/]+/notifications",

@@ -20,12 +20,14 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from service.common.api_errors import ApiError
 from service.engine.errors import NotServingError
 from service.meta import Outcome
 from service.procs.wire import (
+    AUDIT,
     NOTE_ID,
     OK,
     FrameError,
@@ -145,6 +147,26 @@ class WriterLink:
             return decode_outcome(reply[2])
         raise decode_error(reply[2:])
 
+    def audit_sink(self, *, wait: bool) -> LinkedAudit:
+        """Where this worker's audit records go: the writer's log (``service.audit``)."""
+        return LinkedAudit(self, wait=wait)
+
+    async def audit(self, fields: dict[str, Any]) -> int:
+        """Send one audit record's fields to the writer; its sequence once the writer's log
+        holds it (strict: on disk), or the writer's refusal (503 while it is away)."""
+        connection = await self._connect()
+        request_id = next(self._ids)
+        future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        connection.pending[request_id] = future
+        try:
+            connection.writer.write(pack([request_id, AUDIT, fields]))
+            reply = await future
+        finally:
+            connection.pending.pop(request_id, None)
+        if reply[1] == OK:
+            return int(reply[2])
+        raise decode_error(reply[2:])
+
     async def connect(self) -> None:
         """Connect now if not connected (so the writer's notes reach this process); a writer
         that is away is tried again at the next call."""
@@ -174,3 +196,30 @@ class WriterLink:
                     ) from None
                 self._connection = _Connection(reader, writer, self.on_note)
             return self._connection
+
+
+class LinkedAudit:
+    """A worker's audit sink (``service.audit.trail.AuditSink``): records go to the writer,
+    which keeps the one chain. Strict: the request waits for the writer's answer. Balanced:
+    sent without waiting; a record the writer could not take is logged as lost."""
+
+    def __init__(self, link: WriterLink, *, wait: bool) -> None:
+        self._link = link
+        self._wait = wait
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def append(self, fields: dict[str, Any]) -> Awaitable[int] | None:
+        if self._wait:
+            return self._link.audit(fields)
+        task = asyncio.get_running_loop().create_task(self._send(fields))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return None
+
+    async def _send(self, fields: dict[str, Any]) -> None:
+        try:
+            await self._link.audit(fields)
+        except ApiError as error:
+            log.warning(
+                "an audit record of request %s is lost: %s", fields.get("request_id"), error
+            )

@@ -26,12 +26,14 @@ from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+from service.audit.trail import AuditSink
 from service.common.api_errors import ApiError
 from service.engine.core import Engine
 from service.index.lmdb_index import LmdbObjectIndex
 from service.multipart.in_place import direct_parts_of
 from service.observability import PerformanceRecorder
 from service.procs.wire import (
+    AUDIT,
     NOTE_ID,
     OK,
     REFUSED,
@@ -48,8 +50,16 @@ log = logging.getLogger("service.procs")
 class CommitService:
     """Listens on ``path`` and commits what workers send (see the module docstring)."""
 
-    def __init__(self, engine: Engine, performance: PerformanceRecorder, path: str) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        performance: PerformanceRecorder,
+        path: str,
+        audit: AuditSink | None = None,
+    ) -> None:
         self._engine = engine
+        self._audit = audit
+        """The audit log workers' records join (``service.audit``; None: no audit log)."""
         self._performance = performance
         self.path = path
         self._server: asyncio.AbstractServer | None = None
@@ -81,6 +91,11 @@ class CommitService:
                 frame = await read_frame(reader)
                 if frame[0] == NOTE_ID:
                     self._observe(frame[1])
+                    continue
+                if len(frame) == 3 and frame[1] == AUDIT:
+                    task = asyncio.get_running_loop().create_task(self._record(frame, writer))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
                     continue
                 task = asyncio.get_running_loop().create_task(self._commit(frame, writer))
                 self._tasks.add(task)
@@ -116,6 +131,20 @@ class CommitService:
         if message[1] == OK and outcome.ok:
             # A part a worker wrote in place: the writer carries the object's hash over it.
             await direct_parts_of(self._engine).note_committed(event)
+
+    async def _record(self, frame: list[Any], out: asyncio.StreamWriter) -> None:
+        """A worker's audit record joins the one chain; answered once it is held."""
+        request_id, fields = frame[0], frame[2]
+        try:
+            if self._audit is None:
+                raise ApiError("ServiceUnavailable", "the writer keeps no audit log", retry_after=1)
+            wait = self._audit.append(fields)
+            message = [request_id, OK, (await wait) if wait is not None else 0]
+        except ApiError as error:
+            message = [request_id, REFUSED, *encode_error(error)]
+        if not out.is_closing():
+            with contextlib.suppress(ConnectionError):
+                out.write(pack(message))
 
 
 class _Quarantine(set[str]):
