@@ -22,6 +22,7 @@ from service.client import _ops_objects as objects
 from service.client import _ops_upkeep as upkeep
 from service.client._async_events import stream_events
 from service.client._async_io import AsyncDriver
+from service.client._async_lock import AsyncObjectLock
 from service.client._async_stream import AsyncObjectStream
 from service.client._documents import UNSET, Unset
 from service.client._flow import Flow
@@ -122,7 +123,7 @@ class AsyncMultipartUpload(Handle):
         return f"<AsyncMultipartUpload {self.bucket}/{self.key} {self.upload_id}>"
 
 
-class AsyncBucketClient(Handle):
+class AsyncBucketClient(Handle, AsyncObjectLock):
     """Object operations in one bucket, from ``client.bucket(name)``.
 
     Example::

@@ -25,6 +25,7 @@ from service.client._documents import UNSET, Unset
 from service.client._events import stream_events
 from service.client._flow import Flow
 from service.client._headers import ObjectHeaders
+from service.client._lock import ObjectLock
 from service.client._models import (
     Bucket,
     ListPage,
@@ -121,7 +122,7 @@ class MultipartUpload(Handle):
         return f"<MultipartUpload {self.bucket}/{self.key} {self.upload_id}>"
 
 
-class BucketClient(Handle):
+class BucketClient(Handle, ObjectLock):
     """Object operations in one bucket, from ``client.bucket(name)``.
 
     Example::

@@ -21,6 +21,7 @@ The tree (catch a branch to handle everything under it)::
     │   └── QuotaExceededError        413 QuotaExceeded
     ├── UnsupportedMediaTypeError     415
     ├── InvalidRangeError             416 (``object_size`` from ``Content-Range: bytes */N``)
+    ├── ObjectLockedError             423 ObjectLocked (a retention or legal hold keeps it)
     └── ServerError                   any 5xx
         ├── InternalServerError       500
         ├── ServiceUnavailableError   503 (``retry_after`` seconds, when the server said)
@@ -59,6 +60,7 @@ __all__ = [
     "MethodNotAllowedError",
     "NotFoundError",
     "NotModifiedError",
+    "ObjectLockedError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "PreconditionFailedError",
@@ -234,6 +236,12 @@ class InvalidRangeError(ServiceError):
         self.object_size = object_size
 
 
+class ObjectLockedError(ServiceError):
+    """423: the version is under retention or legal hold (object lock)."""
+
+    default_code = "ObjectLocked"
+
+
 class ServerError(ServiceError):
     """5xx: the server failed; the request may be retried."""
 
@@ -286,6 +294,7 @@ _CLASS_BY_STATUS: Mapping[int, type[ServiceError]] = {
     413: PayloadTooLargeError,
     415: UnsupportedMediaTypeError,
     416: InvalidRangeError,
+    423: ObjectLockedError,
     500: InternalServerError,
     503: ServiceUnavailableError,
     507: InsufficientStorageError,
