@@ -59,6 +59,8 @@ SCAN_BUDGET = 100_000
 """Records a page reads at most past its ``since`` before it answers (a filter that matches
 rarely then answers a short page and a cursor to go on from)."""
 FIRST_LINE_BYTES = 64 * 1024
+TAIL_CUT = "audit:tail_cut"
+"""The action of the record a start makes when it cut whole lines off the log's end."""
 
 
 class AuditUnavailableError(ApiError):
@@ -112,6 +114,11 @@ class AuditLog:
         """Records appended since the start (for the metrics)."""
 
     @property
+    def failed(self) -> bool:
+        """A write or fsync failed: no more records until a restart."""
+        return self._failure is not None
+
+    @property
     def last_sequence(self) -> int:
         """The sequence of the last record appended (0: none yet)."""
         return self._next - 1
@@ -121,6 +128,16 @@ class AuditLog:
         tail: Tail = await self._on_thread(find_tail, self.fs, self.directory, self._secret)
         self._next, self._prev = tail.next_sequence, tail.last_hash
         self._writer = SegmentWriter(self.fs, self.directory, tail)
+        if tail.cut_lines:
+            log.error(
+                "cut %d bytes (%d lines) off the audit log's end, kept aside as .broken: the "
+                "writes a crash left unfinished, or damage",
+                tail.cut_bytes,
+                tail.cut_lines,
+            )
+            wait = self.append(cut_record(tail.cut_bytes))
+            if wait is not None:
+                await wait
 
     async def _on_thread(self, function: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._thread, function, *args)
@@ -239,6 +256,25 @@ class AuditLog:
         return await self._on_reader(
             read_page, self.fs, self.directory, self._secret, since, limit, bucket, user_id
         )
+
+
+def cut_record(cut_bytes: int) -> dict[str, Any]:
+    """The record the log makes of a cut it made at the open (``action`` ``audit:tail_cut``,
+    ``status`` 0: the server's own, no request's), so the chain itself says so."""
+    return {
+        "time": rfc3339_ms(now_ms()),
+        "request_id": "-",
+        "principal": {"user_id": None},
+        "source": "",
+        "method": "-",
+        "path": "",
+        "bucket": None,
+        "key": None,
+        "version_id": None,
+        "action": TAIL_CUT,
+        "status": 0,
+        "bytes": cut_bytes,
+    }
 
 
 # -- blocking work ----------------------------------------------------------------------------

@@ -8,8 +8,10 @@ Layout (``docs/audit-format.md`` is the specification; this module its implement
         anchor.json                        after a prune: where the kept log starts, signed
 
 A segment is append-only text: one record per line (``service.audit.record``), each line
-ending in ``\\n``. A line without its newline at the end of the newest segment is a write a
-crash cut short: a start cuts it off (the request it belongs to was never answered). A new
+ending in ``\\n``. A start keeps the newest segment's run of whole records and cuts what
+follows: a torn last line (a write a crash cut short, of a request never answered), or the
+unsynced tail a power cut left half written; whole lines among what it cuts are kept in
+``<segment>.broken`` first, and the log records the cut (``AuditLog.open``). A new
 segment starts once the current one holds ``segment_bytes`` or began on an earlier UTC day,
 so that retention can drop whole files.
 
@@ -167,38 +169,77 @@ class Tail:
     segment_bytes: int
     segment_day: str
     """The UTC day (``YYYY-MM-DD``) of the newest segment's first record."""
+    cut_bytes: int = 0
+    """Bytes cut off the newest segment's end at the open (a crash's unfinished writes)."""
+    cut_lines: int = 0
+    """Whole lines among them (kept in ``<segment>.broken``)."""
+
+
+def _whole_records(data: bytes, first: int) -> tuple[int, list[dict[str, Any]]]:
+    """The run of whole records a segment starts with: each line a record, its sequence the
+    next from ``first``; ``(bytes they take, records)``."""
+    records: list[dict[str, Any]] = []
+    good = 0
+    for end, line in lines_of(data):
+        record = parse_line(line)
+        if record is None or record["sequence"] != first + len(records):
+            break
+        records.append(record)
+        good = end
+    return good, records
+
+
+def _keep_aside(fs: FileSystem, path: str, data: bytes) -> str:
+    """Keep the damaged tail of a segment in ``<segment>.broken[.N]`` (durably) before the
+    segment is cut: it may be a crash's lost writes, or the trace of an edit."""
+    target, number = path + ".broken", 1
+    while fs.exists(target):
+        number += 1
+        target = f"{path}.broken.{number}"
+    out = fs.create(target)
+    try:
+        out.write(data)
+        out.fsync()  # the kept bytes, before the segment loses them
+    finally:
+        out.close()
+    fs.fsync_dir(os.path.dirname(path))  # the kept file's name, likewise
+    return target
 
 
 def find_tail(fs: FileSystem, directory: str, secret: bytes) -> Tail:
-    """Open the log and say where it ends: the newest segment loses a torn last line (no
-    newline: a write a crash cut short, of a request never answered), an empty newest
-    segment goes, and the chain continues after the last record found (after the anchor
-    when there is none). Damage before the end stays where it is, for ``verify`` to report."""
+    """Open the log and say where it ends. The newest segment keeps its run of whole
+    records from its start; what follows (a torn last line, or the lost writes of a power
+    cut in the unsynced tail: a line that is no record, a gap in the sequence) is cut off,
+    and when whole lines go with it they are kept in ``<segment>.broken`` first
+    (``Tail.cut_lines``: the log then records that it cut them). An emptied newest segment
+    goes; the chain continues after the last record (after the anchor when none is left).
+    Older segments are never touched: damage there is ``verify``'s to report."""
     make_dirs_durably(fs, directory)
     anchor, _ = read_anchor(fs, directory, secret)
     segments = list_segments(fs, directory)
-    writing: tuple[int, int, str] | None = None  # (first, bytes, UTC day) of the one to append to
+    cut_bytes = cut_lines = 0
     while segments:
         first, path = segments.pop()
         data = read_all(fs, path)
-        end = data.rfind(b"\n") + 1
-        if writing is None and end < len(data):
-            fs.truncate(path, end)  # a torn tail: the write a crash cut short
+        good, records = _whole_records(data, first)
+        if good < len(data):
+            lines = data.count(b"\n", good)
+            if lines:
+                _keep_aside(fs, path, data[good:])
+            fs.truncate(path, good)  # the tail after the last whole record
+            fs.fsync_file(path)  # the cut, before records are appended after it
             crashpoints.hit("audit.open.truncate")
-        if writing is None and end == 0:
+            cut_bytes, cut_lines = cut_bytes + len(data) - good, cut_lines + lines
+        if not records:
             fs.unlink(path)  # an empty newest segment: made again at the next write
             fs.fsync_dir(directory)  # its removal, before a segment of that name returns
             continue
-        records = [r for r in (parse_line(line) for _, line in lines_of(data[:end])) if r]
-        if writing is None:
-            day = str(records[0].get("time", ""))[:10] if records else ""
-            writing = (first, end, day)
-        if records:
-            last = records[-1]
-            return Tail(last["sequence"] + 1, str(last.get("hash", "")), *writing)
-    if writing is None:
-        return Tail(anchor.sequence, anchor.prev, None, 0, "")
-    return Tail(anchor.sequence, anchor.prev, *writing)
+        last = records[-1]
+        day = str(records[0].get("time", ""))[:10]
+        return Tail(
+            last["sequence"] + 1, str(last.get("hash", "")), first, good, day, cut_bytes, cut_lines
+        )
+    return Tail(anchor.sequence, anchor.prev, None, 0, "", cut_bytes, cut_lines)
 
 
 class SegmentWriter:
@@ -227,7 +268,14 @@ class SegmentWriter:
             )
         assert self._file is not None
         data = b"".join(lines)
-        self._file.write(data)
+        if crashpoints.installed() and len(data) > 1:
+            # Two writes, so a crash test can stop the process between them: a torn line.
+            half = len(data) // 2
+            self._file.write(data[:half])
+            crashpoints.hit("audit.append.mid_write")
+            self._file.write(data[half:])
+        else:
+            self._file.write(data)
         self.size += len(data)
         crashpoints.hit("audit.append.after_write")
         if sync:
@@ -235,6 +283,11 @@ class SegmentWriter:
             crashpoints.hit("audit.append.after_fsync")
 
     def _start(self, first_sequence: int, day: str, *, sync: bool) -> None:
+        if self._file is not None and not sync:
+            # Balanced: a segment is synced once, when it is done, so only the newest one
+            # can hold a power cut's unfinished writes (which a start cuts off)...
+            self._file.fsync()
+            self._fs.fsync_dir(self._directory)  # ...and its name with it
         self.close()
         path = os.path.join(self._directory, segment_name(first_sequence))
         if self._fs.exists(path):

@@ -41,7 +41,13 @@ def audit_schemas() -> dict[str, Any]:
                 "key": nullable(TEXT),
                 "version_id": nullable(TEXT),
                 "action": {**TEXT, "description": "Such as `object:write`, `auth:login`."},
-                "status": {"type": "integer", "minimum": 100, "maximum": 599},
+                "status": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 599,
+                    "description": "The answer's status; 0 for the server's own record of a "
+                    "damaged log end it cut at a start (`audit:tail_cut`).",
+                },
                 "bytes": {
                     **COUNT,
                     "description": "The request body's size for PUT, POST and PATCH; else "
