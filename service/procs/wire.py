@@ -3,9 +3,9 @@
 Each frame is a 4-byte big-endian length and a msgpack array. A worker sends
 ``[request id, event]``; the writer answers ``[request id, OK, outcome]`` or
 ``[request id, REFUSED, kind, message, retry after, log detail]`` (the engine's domain errors,
-``service.engine.errors``, which the worker raises again). An audit record goes as
-``[request id, AUDIT, fields]`` and is answered ``[request id, OK, sequence]`` once the writer's
-audit log holds it (on disk in strict durability), or refused likewise
+``service.engine.errors``, which the worker raises again). Audit records go as
+``[request id, AUDIT, [fields, ...]]`` and are answered ``[request id, OK, 0]`` once the
+writer's audit log holds them (on disk in strict durability), or refused likewise
 (``service.audit``). Many requests are in flight on one
 connection; answers come in any order, matched by the id (never 0: ``NOTE_ID`` frames carry
 a worker's notes, unanswered).

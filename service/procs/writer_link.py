@@ -151,15 +151,16 @@ class WriterLink:
         """Where this worker's audit records go: the writer's log (``service.audit``)."""
         return LinkedAudit(self, wait=wait)
 
-    async def audit(self, fields: dict[str, Any]) -> int:
-        """Send one audit record's fields to the writer; its sequence once the writer's log
-        holds it (strict: on disk), or the writer's refusal (503 while it is away)."""
+    async def audit(self, records: list[dict[str, Any]]) -> int:
+        """Send audit records' fields to the writer (one frame for all); the sequence of the
+        first once the writer's log holds them (strict: on disk), or the writer's refusal
+        (503 while it is away)."""
         connection = await self._connect()
         request_id = next(self._ids)
         future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         connection.pending[request_id] = future
         try:
-            connection.writer.write(pack([request_id, AUDIT, fields]))
+            connection.writer.write(pack([request_id, AUDIT, records]))
             reply = await future
         finally:
             connection.pending.pop(request_id, None)
@@ -200,26 +201,45 @@ class WriterLink:
 
 class LinkedAudit:
     """A worker's audit sink (``service.audit.trail.AuditSink``): records go to the writer,
-    which keeps the one chain. Strict: the request waits for the writer's answer. Balanced:
-    sent without waiting; a record the writer could not take is logged as lost."""
+    which keeps the one chain, in one frame per loop iteration (the requests answered
+    together share it, as they share the writer's fsync). Strict: each request waits for
+    the writer's answer to its frame. Balanced: sent without waiting; records the writer
+    could not take are logged as lost."""
 
     def __init__(self, link: WriterLink, *, wait: bool) -> None:
         self._link = link
         self._wait = wait
+        self._batch: list[dict[str, Any]] | None = None
+        self._answer: asyncio.Future[int] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     def append(self, fields: dict[str, Any]) -> Awaitable[int] | None:
-        if self._wait:
-            return self._link.audit(fields)
-        task = asyncio.get_running_loop().create_task(self._send(fields))
+        loop = asyncio.get_running_loop()
+        if self._batch is None or self._answer is None:
+            self._batch = []
+            self._answer = loop.create_future()
+            loop.call_soon(self._send)
+        self._batch.append(fields)
+        return asyncio.shield(self._answer) if self._wait else None
+
+    def _send(self) -> None:
+        batch, answer = self._batch or [], self._answer
+        self._batch = self._answer = None
+        task = asyncio.get_running_loop().create_task(self._deliver(batch, answer))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return None
 
-    async def _send(self, fields: dict[str, Any]) -> None:
+    async def _deliver(
+        self, batch: list[dict[str, Any]], answer: asyncio.Future[int] | None
+    ) -> None:
         try:
-            await self._link.audit(fields)
+            sequence = await self._link.audit(batch)
         except ApiError as error:
-            log.warning(
-                "an audit record of request %s is lost: %s", fields.get("request_id"), error
-            )
+            if answer is not None and not answer.done():
+                answer.set_exception(error)
+                answer.exception()  # retrieved: a request that went away needs it no more
+            if not self._wait:
+                log.warning("%d audit records are lost: %s", len(batch), error)
+            return
+        if answer is not None and not answer.done():
+            answer.set_result(sequence)

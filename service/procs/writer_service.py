@@ -133,13 +133,16 @@ class CommitService:
             await direct_parts_of(self._engine).note_committed(event)
 
     async def _record(self, frame: list[Any], out: asyncio.StreamWriter) -> None:
-        """A worker's audit record joins the one chain; answered once it is held."""
-        request_id, fields = frame[0], frame[2]
+        """A worker's audit records join the one chain; answered once they are held."""
+        request_id, records = frame[0], frame[2]
         try:
             if self._audit is None:
                 raise ApiError("ServiceUnavailable", "the writer keeps no audit log", retry_after=1)
-            wait = self._audit.append(fields)
-            message = [request_id, OK, (await wait) if wait is not None else 0]
+            waits = [self._audit.append(fields) for fields in records]
+            for wait in waits:  # one group commit holds them all; the first resolves with it
+                if wait is not None:
+                    await wait
+            message = [request_id, OK, 0]
         except ApiError as error:
             message = [request_id, REFUSED, *encode_error(error)]
         if not out.is_closing():
