@@ -119,7 +119,6 @@ class Engine:
             index_factory = LmdbObjectIndex
         self._index_factory = index_factory
         self._rest_changed = False
-        self._rest_latest_at = 0
         self._last_event: dict[str, Any] = {}
         self.key_usage = KeyUsage()
         """Access keys' uses not yet journaled (``service.engine.key_usage``)."""
@@ -347,8 +346,6 @@ class Engine:
         self._last_event = event
         if event.get("type") not in _OBJECT_EVENTS or not outcome.ok:
             self._rest_changed = True
-        elif self.state.locks.latest_at - self._rest_latest_at >= REST_TIME_STEP_MS:
-            self._rest_changed = True  # the index keeps the newest time (the lock's clock rule)
         self._outcomes[record.sequence] = outcome
         self.events.observe(record.sequence, event, outcome)
         if not self._strict and outcome.ok and "payload_id" in event:
@@ -364,11 +361,10 @@ class Engine:
         index = self.index
         if index is not None and index.in_batch:
             rest = rest_of(self.state) if self._rest_changed else None
-            if rest is not None:
-                self._rest_latest_at = self.state.locks.latest_at
             self._rest_changed = False
             self.events.write_pending()
-            index.commit(sequence, event_crc(self._last_event), rest)
+            latest = self.state.locks.latest_at  # the object lock's clock rule, exact at a start
+            index.commit(sequence, event_crc(self._last_event), rest, latest)
 
     def _enter_read_only(self, reason: str) -> None:
         if self.read_only_reason is None:
@@ -548,10 +544,6 @@ _OBJECT_EVENTS = frozenset(
     }
 )
 """Events whose effects lie wholly in the object index (when accepted)."""
-REST_TIME_STEP_MS = 1000
-"""The rest of the state kept beside the index is written again once the newest event time
-moved this far past the one it holds, so a start learns that time to within a second even
-when the journal records after it are gone (``service.meta.lock_state``)."""
 
 
 def _disk_full(exc: BaseException) -> bool:

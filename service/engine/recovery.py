@@ -139,7 +139,6 @@ def _replay(
                 raise IndexMismatchError(
                     f"the event log ends before record {record.sequence}, which the index holds"
                 )
-            state.locks.observe_time(event.get("at"))  # the newest time, for the lock
             continue  # the index holds its effects already
         if index is not None and not index.in_batch:
             index.begin()
@@ -147,8 +146,9 @@ def _replay(
         last = event
         if index is not None and record.sequence % REPLAY_BATCH == 0:
             feed.write_pending()
-            index.commit(record.sequence, event_crc(event), rest_of(state))
+            index.commit(record.sequence, event_crc(event), rest_of(state), state.locks.latest_at)
     if index is not None and index.in_batch and last is not None:
         feed.write_pending()
-        index.commit(journal.stats().last_sequence, event_crc(last), rest_of(state))
+        last_sequence = journal.stats().last_sequence
+        index.commit(last_sequence, event_crc(last), rest_of(state), state.locks.latest_at)
     return recent

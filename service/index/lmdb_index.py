@@ -65,6 +65,8 @@ _FORMAT = b"format"
 _APPLIED = b"applied"
 _REST = b"rest"
 _SNAPSHOT = b"snapshot"
+_LATEST = b"latest_at"
+_TIME = struct.Struct(">q")
 _USAGE = struct.Struct(">QQ")
 _MARK = struct.Struct(">QI")
 """A sequence and a CRC-32: which journal record (or snapshot) the index was built from."""
@@ -283,9 +285,12 @@ class LmdbObjectIndex:
     def in_batch(self) -> bool:
         return self._batch is not None
 
-    def commit(self, sequence: int, crc: int, rest: bytes | None = None) -> None:
-        """Record ``sequence`` (whose event has CRC-32 ``crc``) as applied, and ``rest`` if
-        the batch changed it, and commit the batch with them, atomically."""
+    def commit(
+        self, sequence: int, crc: int, rest: bytes | None = None, latest_at: int | None = None
+    ) -> None:
+        """Record ``sequence`` (whose event has CRC-32 ``crc``) as applied, ``rest`` if the
+        batch changed it and the newest event time ``latest_at``, and commit the batch with
+        them, atomically."""
         txn, self._batch = self._batch, None
         for bucket, usage in self._usage_pending.items():
             _put_usage(txn, self._usage, bucket, usage)
@@ -293,7 +298,15 @@ class LmdbObjectIndex:
         txn.put(_APPLIED, _MARK.pack(sequence, crc), db=self._meta)
         if rest is not None:
             txn.put(_REST, rest, db=self._meta)
+        if latest_at is not None:
+            txn.put(_LATEST, _TIME.pack(latest_at), db=self._meta)
         txn.commit()
+
+    def latest_at(self) -> int:
+        """The newest event time committed with a batch (ms; 0: none)."""
+        with self.env.begin() as txn:
+            raw = txn.get(_LATEST, db=self._meta)
+        return 0 if raw is None else int(_TIME.unpack(raw)[0])
 
     def rest(self) -> bytes | None:
         """The rest of the state as of ``applied`` (None: never committed)."""
