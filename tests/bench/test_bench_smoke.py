@@ -15,8 +15,8 @@ import pytest
 
 from bench import SMOKE, compare, file_windows
 from bench.__main__ import markdown_table, parse_args
-from bench.audit_bench import run as run_audit
 from bench.anchors import NaiveServer
+from bench.audit_bench import run as run_audit
 from bench.index_bench import run as run_index
 from bench.loadgen import LoadSpec, run_load, wrk_available
 from bench.memory_bench import peak_rss_mib
