@@ -46,6 +46,7 @@ STATUS_BY_CODE: Mapping[str, int] = {
     "UnsupportedMediaType": 415,
     "InvalidRange": 416,
     "ObjectLocked": 423,
+    "TooManyRequests": 429,
     "InternalError": 500,
     "ServiceUnavailable": 503,
     "InsufficientStorage": 507,
