@@ -295,9 +295,15 @@ def _first_record(fs: FileSystem, path: str) -> dict[str, Any] | None:
 
 def prune_segments(fs: FileSystem, directory: str, secret: bytes, cutoff: str, now: str) -> int:
     """Remove the segments (never the newest) whose records all precede ``cutoff`` (an
-    RFC 3339 time) or the anchor, writing the anchor of what remains first. Blocking."""
-    anchor, _ = read_anchor(fs, directory, secret)
+    RFC 3339 time) or the anchor, writing the anchor of what remains first. Nothing goes
+    while the log's start is not intact (the anchor's signature bad, records missing before
+    the oldest segment): a new signed anchor would launder the edit that verification
+    reports. Blocking."""
+    anchor, signed = read_anchor(fs, directory, secret)
     segments = list_segments(fs, directory)
+    if not signed or (segments and segments[0][0] > anchor.sequence):
+        log.warning("the audit log's start is not intact (verify names it): not pruning")
+        return 0
     removable: list[str] = []
     keep: dict[str, Any] | None = None
     for (_, path), (next_first, next_path) in itertools.pairwise(segments):

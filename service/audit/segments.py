@@ -175,14 +175,17 @@ class Tail:
     """Whole lines among them (kept in ``<segment>.broken``)."""
 
 
-def _whole_records(data: bytes, first: int) -> tuple[int, list[dict[str, Any]]]:
-    """The run of whole records a segment starts with: each line a record, its sequence the
-    next from ``first``; ``(bytes they take, records)``."""
+def _whole_records(data: bytes) -> tuple[int, list[dict[str, Any]]]:
+    """The run of whole records a segment starts with, up to the first line that is no
+    record; ``(bytes they take, records)``. A crash leaves only such lines behind (a torn
+    line, or zeros where an unsynced write was lost: writes land at their offsets, so a
+    lost one never shifts the lines after it); a sequence that skips, among lines that are
+    all records, is an edit, kept for verification to report, never cut."""
     records: list[dict[str, Any]] = []
     good = 0
     for end, line in lines_of(data):
         record = parse_line(line)
-        if record is None or record["sequence"] != first + len(records):
+        if record is None:
             break
         records.append(record)
         good = end
@@ -209,7 +212,7 @@ def _keep_aside(fs: FileSystem, path: str, data: bytes) -> str:
 def find_tail(fs: FileSystem, directory: str, secret: bytes) -> Tail:
     """Open the log and say where it ends. The newest segment keeps its run of whole
     records from its start; what follows (a torn last line, or the lost writes of a power
-    cut in the unsynced tail: a line that is no record, a gap in the sequence) is cut off,
+    cut in the unsynced tail: a line that is no record) is cut off,
     and when whole lines go with it they are kept in ``<segment>.broken`` first
     (``Tail.cut_lines``: the log then records that it cut them). An emptied newest segment
     goes; the chain continues after the last record (after the anchor when none is left).
@@ -221,7 +224,7 @@ def find_tail(fs: FileSystem, directory: str, secret: bytes) -> Tail:
     while segments:
         first, path = segments.pop()
         data = read_all(fs, path)
-        good, records = _whole_records(data, first)
+        good, records = _whole_records(data)
         if good < len(data):
             lines = data.count(b"\n", good)
             if lines:

@@ -219,12 +219,59 @@ def test_prune_drops_old_segments_behind_a_signed_anchor(tmp_path: Path) -> None
 
     async def forged() -> None:
         (tmp_path / "audit" / "anchor.json").write_text(json.dumps(document))
-        log = make_log(tmp_path)
+        log = make_log(tmp_path, segment_bytes=1024, retention_seconds=3600.0)
         await log.open()
+        assert not (await log.verify()).ok
+        segments = len(list_segments(log.fs, log.directory))
+        assert await log.prune() == 0, "a prune would sign over the forged anchor"
+        assert len(list_segments(log.fs, log.directory)) == segments
         assert not (await log.verify()).ok
         await log.close()
 
     run(forged())
+
+
+def test_no_prune_while_records_before_the_oldest_segment_are_missing(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        log = make_log(tmp_path, segment_bytes=1024, retention_seconds=3600.0)
+        await log.open()
+        for index in range(1, 21):
+            await append_all(log, [fields(index, time="2020-01-01T00:00:00.000Z")])
+        await append_all(log, [fields(21, time="2999-01-01T00:00:00.000Z")])
+        oldest = list_segments(log.fs, log.directory)[0][1]
+        os.unlink(oldest)  # removed by hand, no anchor: the start is missing
+        assert await log.prune() == 0
+        assert not os.path.exists(tmp_path / "audit" / "anchor.json")
+        result = await log.verify()
+        assert not result.ok and result.first_bad_sequence == 1
+        await log.close()
+
+    run(scenario())
+
+
+def test_a_removed_line_is_left_for_verify_not_cut_as_a_crash(tmp_path: Path) -> None:
+    async def write() -> None:
+        log = make_log(tmp_path)
+        await log.open()
+        await append_all(log, [fields(i) for i in range(1, 6)])
+        await log.close()
+
+    run(write())
+    ((_, path),) = list_segments(RealFileSystem(), str(tmp_path / "audit"))
+    kept = Path(path).read_bytes().splitlines(keepends=True)
+    del kept[2]  # record 3: whole lines shift, which no crash does
+    Path(path).write_bytes(b"".join(kept))
+
+    async def after() -> None:
+        log = make_log(tmp_path)
+        await log.open()
+        assert log.last_sequence == 5
+        result = await log.verify()
+        assert not result.ok and result.first_bad_sequence == 3
+        await log.close()
+
+    run(after())
+    assert not os.path.exists(path + ".broken") and len(lines(tmp_path)) == 4
 
 
 def test_the_newest_segment_is_never_pruned(tmp_path: Path) -> None:
