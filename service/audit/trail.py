@@ -21,6 +21,7 @@ Pure apart from the sink. Thread-safety: event-loop thread only.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -179,6 +180,8 @@ class AuditTrail:
             version_values[-1].decode("utf-8", "replace") if version_values else None
         ) or response_version_id
         bucket, key = path_arguments.get("bucket"), path_arguments.get("key")
+        if bucket is None and route == BUCKETS_ROUTE and method == "POST" and status == 201:
+            bucket = created_bucket(request.body)
         fields = {
             "time": rfc3339_ms(now_ms()),
             "request_id": request_id,
@@ -194,6 +197,18 @@ class AuditTrail:
             "bytes": bytes_in if method in BODY_METHODS else bytes_out,
         }
         return self.sink.append(fields)
+
+
+BUCKETS_ROUTE = "/api/v1/buckets"
+
+
+def created_bucket(body: bytes | None) -> str | None:
+    """The name a bucket was created under (the 201 of ``POST /buckets`` vouches for it)."""
+    try:
+        name = json.loads(body or b"").get("name")
+    except (ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) else None
 
 
 __all__ = [

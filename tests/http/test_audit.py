@@ -95,9 +95,15 @@ def reads_api(reads_server: ServerProcess) -> Iterator[httpx.Client]:
 def test_a_write_is_one_record_with_exactly_the_contracts_fields(
     api: httpx.Client, server: ServerProcess, bucket_name: str
 ) -> None:
-    api.post("/buckets", json={"name": bucket_name, "versioning_enabled": True})
+    created = api.post("/buckets", json={"name": bucket_name, "versioning_enabled": True})
     stored = api.put(f"/buckets/{bucket_name}/objects/dir/a%20b.txt", content=b"twelve bytes")
     assert stored.status_code == 200
+    creation = by_request(audit_records(api, bucket=bucket_name), created)
+    assert (creation["action"], creation["bucket"], creation["key"]) == (
+        "bucket:create",
+        bucket_name,
+        None,
+    )
     record = by_request(audit_records(api, bucket=bucket_name), stored)
     assert set(record) == RECORD_FIELDS
     assert record["principal"]["access_key_id"] == server.access_key
