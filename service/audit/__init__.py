@@ -10,6 +10,8 @@
   the local socket in a worker).
 - ``actions``: the action of a route and method.
 
-May import ``fsseam``, ``service.auth``, ``service.common`` and ``service.meta`` (read
-only); never ``service.http`` or the engine. See docs/security.md, "Audit log".
+Never ``service.http`` or the engine. See docs/security.md, "Audit log".
+
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``service.common``, ``service.meta``,
+``service.auth``.
 """

@@ -59,6 +59,11 @@ SCAN_BUDGET = 100_000
 """Records a page reads at most past its ``since`` before it answers (a filter that matches
 rarely then answers a short page and a cursor to go on from)."""
 FIRST_LINE_BYTES = 64 * 1024
+MAX_PAGE = 1000
+"""The most records one page of ``GET /system/audit`` holds."""
+DEFAULT_PAGE = 100
+MAX_SEQUENCE = 10**18 - 1
+"""The largest ``since`` a page accepts."""
 TAIL_CUT = "audit:tail_cut"
 """The action of the record a start makes when it cut whole lines off the log's end."""
 

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsseam import crashpoints
-from fsseam.fs import FileSystem, WritableFile, make_dirs_durably
+from fsseam.durable import make_dirs_durably
+from fsseam.fs import FileSystem, WritableFile
 from service.audit.record import GENESIS, canonical, parse_line
 from service.auth.signing import derive_key
 

@@ -28,6 +28,7 @@ __all__ = [
     "HEADER_VERSION_ID",
     "HEALTH_PATH",
     "LEGAL_HOLD_SUFFIX",
+    "MAX_ACCESS_KEY_NAME",
     "MAX_BATCH_MEMBERS",
     "MAX_LIST_LIMIT",
     "MAX_PART_NUMBER",
@@ -41,10 +42,13 @@ __all__ = [
     "QUERY_VERSION_ID",
     "RETENTION_SUFFIX",
     "SECRET_KEY_PREFIX",
+    "VIDEO_PLAY_PATH",
 ]
 
 API_PREFIX: Final = "/api/v1"
 HEALTH_PATH: Final = "/health"
+#: Shared video outputs: ``{VIDEO_PLAY_PATH}/{token}/{path}``, answered to any origin.
+VIDEO_PLAY_PATH: Final = API_PREFIX + "/videos/play"
 
 HEADER_REQUEST_ID: Final = "X-Request-Id"
 HEADER_CHECKSUM_SHA256: Final = "X-Checksum-Sha256"
@@ -78,6 +82,8 @@ MIN_PART_NUMBER: Final = 1
 MAX_PART_NUMBER: Final = 10_000
 MAX_LIST_LIMIT: Final = 1000
 MAX_PRESIGN_EXPIRES_SECONDS: Final = 604_800
+#: Characters in an access key's ``name`` (where the contract is silent).
+MAX_ACCESS_KEY_NAME: Final = 128
 
 #: A batch upload (an endpoint added beyond the contract: docs/batch.md): members per request,
 #: and the pax records that carry a member's content type, SHA-256 and custom metadata.

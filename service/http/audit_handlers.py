@@ -15,21 +15,18 @@ from __future__ import annotations
 
 import logging
 
-from service.audit.log import AuditLog
+from service.audit.log import DEFAULT_PAGE, MAX_PAGE, MAX_SEQUENCE, AuditLog
 from service.auth import Action
 from service.common.api_errors import ApiError
 from service.common.numbers import require_int
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 
 log = logging.getLogger("service.audit")
-
-MAX_PAGE = 1000
-DEFAULT_PAGE = 100
-MAX_SEQUENCE = 10**18 - 1
 
 
 class _AuditHandler(ApiHandler):
     SUPPORTED_METHODS = ("GET",)
+    home = Home.JOURNAL  # the log and its files are the writer's
 
     def audit_log(self) -> AuditLog:
         log = self.ctx.audit_log

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from service.meta import events, fields, lock_policy
+from service.meta import fields, lock_policy, records
 from service.meta.fields import MalformedEventError
 from service.meta.model import NULL_VERSION_ID, Bucket, ObjectVersion
 from service.meta.object_index import ObjectStore, Versions, find_version
@@ -99,8 +99,8 @@ class ObjectLocks:
 
     def handlers(self) -> dict[str, Handler]:
         return {
-            events.OBJECT_RETENTION_SET: self._retention_set,
-            events.OBJECT_LEGAL_HOLD_SET: self._legal_hold_set,
+            records.OBJECT_RETENTION_SET: self._retention_set,
+            records.OBJECT_LEGAL_HOLD_SET: self._legal_hold_set,
         }
 
     # -- checks for MetaState -------------------------------------------------------------

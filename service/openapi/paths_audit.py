@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.audit.log import DEFAULT_PAGE, MAX_PAGE, MAX_SEQUENCE
 from service.audit.record import PRINCIPAL_CREDENTIALS
-from service.http.audit_handlers import DEFAULT_PAGE, MAX_PAGE, MAX_SEQUENCE
 from service.openapi.operations import ok, operation, query_param
 from service.openapi.schemas import COUNT, SHA256_HEX, TIMESTAMP, closed, nullable
 

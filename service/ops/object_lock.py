@@ -23,7 +23,7 @@ from typing import Any
 from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
-from service.meta import NULL_VERSION_ID, ObjectVersion, events
+from service.meta import NULL_VERSION_ID, ObjectVersion, records
 from service.meta.lock_policy import DAY_MS, MODES, retention_argument_problem
 from service.ops.buckets import outcome_error, require_bucket
 from service.ops.objects import require_key
@@ -106,7 +106,7 @@ async def set_retention(
     """Journal a retention change of ``version``; ``apply`` judges it (423 when refused)."""
     engine.ensure_writable()
     outcome = await engine.commit(
-        events.object_retention_set(
+        records.object_retention_set(
             bucket=version.bucket,
             key=version.key,
             version_id=version.version_id or NULL_VERSION_ID,
@@ -125,7 +125,7 @@ async def set_legal_hold(engine: Engine, version: ObjectVersion, on: bool) -> Ob
     """Journal turning ``version``'s legal hold on or off."""
     engine.ensure_writable()
     outcome = await engine.commit(
-        events.object_legal_hold_set(
+        records.object_legal_hold_set(
             bucket=version.bucket,
             key=version.key,
             version_id=version.version_id or NULL_VERSION_ID,

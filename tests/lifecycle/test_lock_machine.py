@@ -24,6 +24,7 @@ from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms, set_clock_offset
 from service.config import Config
 from service.engine.core import Engine
+from service.engine.journaled import journaled_engine
 from service.meta import ObjectVersion
 from service.meta.lock_policy import COMPLIANCE, GOVERNANCE, is_locked
 from service.ops.buckets import create_bucket, delete_bucket
@@ -55,7 +56,7 @@ class EngineLockMachine(RuleBasedStateMachine):
         return self.loop.run_until_complete(coroutine)
 
     async def start(self) -> Engine:
-        engine = Engine(self.config)
+        engine, _ = journaled_engine(self.config)
         await engine.start()
         return engine
 

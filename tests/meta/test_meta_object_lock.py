@@ -13,7 +13,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from service.meta import MetaState, ObjectVersion, decode_snapshot, encode_snapshot, events
+from service.meta import MetaState, ObjectVersion, decode_snapshot, encode_snapshot, records
 from service.meta.lock_policy import COMPLIANCE, DAY_MS, GOVERNANCE, is_locked, retention_holds
 from tests.meta.factory import Factory, applied
 
@@ -38,7 +38,7 @@ def put(state: MetaState, f: Factory, key: str = "k") -> ObjectVersion:
     return version
 
 
-def refused(state: MetaState, event: events.Event, code: str = "ObjectLocked") -> str:
+def refused(state: MetaState, event: records.Event, code: str = "ObjectLocked") -> str:
     before = state.freeze()
     outcome = state.apply(event)
     assert (outcome.ok, outcome.error_code) == (False, code), outcome
@@ -143,7 +143,7 @@ def test_a_lifecycle_delete_of_a_locked_version_is_refused(f: Factory) -> None:
         "updated_at": old.updated_at,
         "cutoff": f.now + 1,
     }
-    event = events.object_deleted(
+    event = records.object_deleted(
         bucket="lk",
         key="k",
         version_id=old.version_id,
@@ -268,7 +268,7 @@ class LockMachine(RuleBasedStateMachine):
     def versions(self) -> list[ObjectVersion]:
         return [v for key in KEYS for v in self.state.object_versions("lk", key)]
 
-    def apply(self, event: events.Event) -> None:
+    def apply(self, event: records.Event) -> None:
         at = event["at"]
         trusted = at >= self.state.locks.latest_at
         before = {v.version_id: v for v in self.versions()}
