@@ -27,6 +27,7 @@ from service.engine.core import Engine
 from service.engine.journaled import journaled_engine
 from service.meta import ObjectVersion
 from service.meta.lock_policy import COMPLIANCE, GOVERNANCE, is_locked
+from service.multipart.uploads import Uploads
 from service.ops.buckets import create_bucket, delete_bucket
 from service.ops.lifecycle_rules import parse_rules, set_rules
 from service.ops.object_lock import set_legal_hold, set_retention
@@ -132,7 +133,9 @@ class EngineLockMachine(RuleBasedStateMachine):
 
     @rule()
     def lifecycle_pass(self) -> None:
-        self.attempt(LifecycleRunner(self.engine, 0.0).run_pass())
+        self.attempt(
+            LifecycleRunner(Uploads(self.engine, shared=False, keeps_files=True), 0.0).run_pass()
+        )
 
     @rule()
     def force_delete_bucket(self) -> None:
