@@ -59,6 +59,7 @@ def test_admin_audit_lists_and_verifies(svc: Svc, api: httpx.Client, bucket: str
     api.put(f"/buckets/{bucket}/objects/two", content=b"2")
     records = svc("admin", "audit", "local", "--bucket", bucket, "--json").json()
     assert [(r["key"], r["action"]) for r in records] == [
+        (None, "bucket:create"),
         ("one", "object:write"),
         ("two", "object:write"),
     ]
