@@ -69,7 +69,8 @@ def test_the_audit_view_filters_and_verifies(admin_page: Page, admin_api: httpx.
     filters.get_by_label("Bucket").fill(name)
     filters.get_by_role("button", name="Apply filters").click()
     table = page.get_by_role("table", name="Audit records")
-    expect(table.get_by_role("row")).to_have_count(3)  # the header and two records
+    expect(table.get_by_role("row")).to_have_count(4)  # the header, the creation, two writes
+    expect(table.get_by_text("bucket:create")).to_be_visible()
     expect(table.get_by_text(f"{name}/first.txt")).to_be_visible()
     expect(table.get_by_text("object:write").first).to_be_visible()
     page.get_by_role("button", name="Verify chain").click()
