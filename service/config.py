@@ -118,6 +118,9 @@ class Config:
     """First start only: the password of user ``admin``; generated when unset."""
     crash_point: str | None = None
     """Test-only: ``name`` or ``name:N`` makes the process SIGKILL itself at the Nth hit."""
+    clock_offset: float = 0.0
+    """Test-only: seconds added to the clock events are stamped with (a server whose clock is
+    ahead, or, started after one that was, behind: the object lock's clock rule)."""
     lifecycle_interval: float = 3600.0
     """Seconds between background passes applying the buckets' lifecycle rules."""
     lifecycle_pass_pause: float = 0.005
@@ -143,6 +146,17 @@ class Config:
     """One full scrub pass (re-read and verify every payload) per this many days."""
     scrub_rate_mbps: float = 50.0
     """Scrub pace in megabytes (10^6 bytes) per second."""
+    audit: bool = True
+    """Keep the audit log: one hash-chained record per request that reached authorisation
+    (docs/security.md, "Audit log"). 0 keeps none (for measurements; not for production)."""
+    audit_reads: bool = False
+    """Record reads (GET, HEAD, lists) in the audit log too; writes, admin actions and refusals
+    are always recorded."""
+    audit_retention_days: float = 90.0
+    """Days audit records are kept; older segments are removed, leaving a signed starting point
+    (fractions allowed)."""
+    audit_segment_bytes: int = 16 * MIB
+    """Size at which the audit log starts a new segment file (retention removes whole files)."""
 
     @property
     def journal_dir(self) -> str:
@@ -193,6 +207,8 @@ RULES: Mapping[str, Rule] = {
     "max_header_bytes": Rule(minimum=1024),
     "snapshot_every": Rule(minimum=1),
     "journal_segment_bytes": Rule(minimum=4096),
+    "audit_retention_days": Rule(minimum=0.0001, maximum=36500),
+    "audit_segment_bytes": Rule(minimum=1024),
     "health_min_free_fraction": Rule(maximum=1),
     "image_max_pixels": Rule(minimum=1),
     "image_memory_budget": Rule(minimum=1),
@@ -200,6 +216,7 @@ RULES: Mapping[str, Rule] = {
     "max_concurrent_video_jobs": Rule(minimum=1),
     "crash_point": Rule(test_only=True),
     "events_recent": Rule(test_only=True),
+    "clock_offset": Rule(test_only=True),
     "cors_origins": Rule(
         allowed="comma-separated origins (scheme://host[:port]) or *",
         validator="service.limits.cors:CorsPolicy.parse",

@@ -15,6 +15,8 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
+from service.audit.log import AuditLog
+from service.audit.trail import AuditTrail
 from service.auth import LoginThrottle
 from service.config import Config
 from service.engine.core import Engine
@@ -103,6 +105,11 @@ class AppContext:
         """Delivers object events to the buckets' webhooks; started by ``service.server``."""
         self.scrub = Scrubber(engine, config)
         """Re-reads stored payloads in the background (``service.upkeep.scrub``)."""
+        self.audit = AuditTrail.disabled()
+        """Which answered requests are recorded and where (``service.audit.trail``); set by
+        ``service.server``."""
+        self.audit_log: AuditLog | None = None
+        """The audit log itself, in the process that keeps it (``service.audit.log``)."""
 
     async def wait_for_requests(self, timeout: float) -> bool:
         """Wait until no request is in flight; False if ``timeout`` seconds pass first."""

@@ -49,6 +49,8 @@ VIDEO_SHARE_CREATED = "VideoShareCreated"
 VIDEO_SHARE_REVOKED = "VideoShareRevoked"
 LIFECYCLE_CONFIGURED = "LifecycleConfigured"
 NOTIFICATIONS_CONFIGURED = "NotificationsConfigured"
+OBJECT_RETENTION_SET = "ObjectRetentionSet"
+OBJECT_LEGAL_HOLD_SET = "ObjectLegalHoldSet"
 
 EVENT_TYPES = frozenset(
     {
@@ -76,10 +78,20 @@ EVENT_TYPES = frozenset(
         VIDEO_SHARE_REVOKED,
         LIFECYCLE_CONFIGURED,
         NOTIFICATIONS_CONFIGURED,
+        OBJECT_RETENTION_SET,
+        OBJECT_LEGAL_HOLD_SET,
     }
 )
 
-BUCKET_CHANGE_FIELDS = frozenset({"quota_bytes", "versioning_enabled", "tags"})
+BUCKET_CHANGE_FIELDS = frozenset(
+    {
+        "quota_bytes",
+        "versioning_enabled",
+        "tags",
+        "default_retention_mode",
+        "default_retention_days",
+    }
+)
 USER_CHANGE_FIELDS = frozenset({"password_hash", "status", "role"})
 ABORT_REASONS = frozenset({"aborted", "expired"})
 JOB_STATUSES = ("queued", "processing", "completed", "failed")
@@ -107,10 +119,15 @@ def bucket_created(
     tags: Mapping[str, str],
     at: int,
     bucket_id: str | None,
+    object_lock_enabled: bool = False,
+    default_retention_mode: str | None = None,
+    default_retention_days: float | None = None,
 ) -> Event:
     """A bucket was created, owned by the user ``owner``, with the identity ``bucket_id``
     (``service.meta.identity``; None writes a record as versions before identities did,
-    whose identity is derived)."""
+    whose identity is derived). With ``object_lock_enabled`` (carried only then) its
+    versioning stays on for good and new versions may get the default retention
+    (``service.meta.lock_policy``)."""
     event: Event = {
         "type": BUCKET_CREATED,
         "name": name,
@@ -122,6 +139,10 @@ def bucket_created(
     }
     if bucket_id is not None:
         event["bucket_id"] = bucket_id
+    if object_lock_enabled:
+        event["object_lock_enabled"] = True
+        event["default_retention_mode"] = default_retention_mode
+        event["default_retention_days"] = default_retention_days
     return event
 
 
@@ -451,5 +472,43 @@ def notifications_configured(
         "bucket_id": bucket_id,
         "webhooks": [dict(w) for w in webhooks],
         "after_sequence": after_sequence,
+        "at": at,
+    }
+
+
+def object_retention_set(
+    *,
+    bucket: str,
+    key: str,
+    version_id: str,
+    mode: str | None,
+    retain_until: int | None,
+    bypass: bool,
+    at: int,
+) -> Event:
+    """A version's retention was set to ``mode`` until ``retain_until`` (ms), or removed
+    (both None). ``version_id`` is the version's id (``"null"`` for the null version);
+    ``bypass`` is an admin's governance bypass. ``apply`` judges the change
+    (``service.meta.lock_policy``)."""
+    return {
+        "type": OBJECT_RETENTION_SET,
+        "bucket": bucket,
+        "key": key,
+        "version_id": version_id,
+        "mode": mode,
+        "retain_until": retain_until,
+        "bypass": bypass,
+        "at": at,
+    }
+
+
+def object_legal_hold_set(*, bucket: str, key: str, version_id: str, on: bool, at: int) -> Event:
+    """A version's legal hold was turned on or off."""
+    return {
+        "type": OBJECT_LEGAL_HOLD_SET,
+        "bucket": bucket,
+        "key": key,
+        "version_id": version_id,
+        "on": on,
         "at": at,
     }

@@ -17,6 +17,7 @@ from service.common.timefmt import now_ms
 from service.engine.core import Engine
 from service.meta import Bucket, Outcome, records
 from service.meta.identity import BUCKET_ID_HEX_DIGITS, BUCKET_ID_PREFIX
+from service.ops.lock_settings import lock_changes, lock_settings
 
 MAX_TAGS = 50
 MAX_TAG_CHARS = 256
@@ -69,7 +70,14 @@ def _tags(value: Any) -> dict[str, str]:
 
 async def create_bucket(engine: Engine, owner: str, body: Mapping[str, Any]) -> Bucket:
     """Create a bucket from a ``POST /buckets`` body owned by ``owner``."""
-    unknown = set(body) - {"name", "quota_bytes", "versioning_enabled", "tags"}
+    unknown = set(body) - {
+        "name",
+        "quota_bytes",
+        "versioning_enabled",
+        "tags",
+        "object_lock_enabled",
+        "default_retention",
+    }
     if unknown:
         raise ApiError("InvalidArgument", f"unknown fields: {', '.join(sorted(unknown))}")
     name = body.get("name")
@@ -79,7 +87,8 @@ async def create_bucket(engine: Engine, owner: str, body: Mapping[str, Any]) -> 
     if problem:
         raise ApiError("InvalidBucketName", problem)
     quota = _quota(body.get("quota_bytes"))
-    versioning = _versioning(body.get("versioning_enabled", False))
+    locking = lock_settings(body)
+    versioning = _versioning(body.get("versioning_enabled", bool(locking))) or bool(locking)
     tags = _tags(body.get("tags", {}))
     if engine.state.get_bucket(name) is not None:
         raise ApiError("BucketAlreadyExists", f"bucket {name!r} already exists")
@@ -92,6 +101,7 @@ async def create_bucket(engine: Engine, owner: str, body: Mapping[str, Any]) -> 
             tags=tags,
             at=now_ms(),
             bucket_id=new_bucket_id(),
+            **locking,
         )
     )
     if not outcome.ok:
@@ -101,8 +111,14 @@ async def create_bucket(engine: Engine, owner: str, body: Mapping[str, Any]) -> 
 
 async def update_bucket(engine: Engine, name: str, body: Mapping[str, Any]) -> Bucket:
     """Apply a ``PATCH /buckets/{name}`` body."""
-    require_bucket(engine, name)
-    unknown = set(body) - {"quota_bytes", "versioning_enabled", "tags"}
+    record = require_bucket(engine, name)
+    unknown = set(body) - {
+        "quota_bytes",
+        "versioning_enabled",
+        "tags",
+        "object_lock_enabled",
+        "default_retention",
+    }
     if unknown:
         raise ApiError("InvalidArgument", f"unknown fields: {', '.join(sorted(unknown))}")
     changes: dict[str, Any] = {}
@@ -112,6 +128,7 @@ async def update_bucket(engine: Engine, name: str, body: Mapping[str, Any]) -> B
         changes["versioning_enabled"] = _versioning(body["versioning_enabled"])
     if "tags" in body:
         changes["tags"] = _tags(body["tags"])
+    changes.update(lock_changes(record, body))
     if changes:
         outcome = await engine.commit(
             records.bucket_updated(name=name, changes=changes, at=now_ms())

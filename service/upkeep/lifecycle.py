@@ -20,7 +20,9 @@ A rule is its bucket's, not its name's: the pass notes the bucket's identity
 name belongs to another bucket (deleted and created again meanwhile), and each delete record
 carries that identity, so ``apply`` refuses it in another bucket of the name.
 
-No lost writes: each delete record carries the version the pass judged due and why
+Locked versions (retention, legal hold: ``service.meta.lock_policy``) are skipped, and ``apply``
+refuses their removal anyway; an expiry under object lock only adds a delete marker, as a
+DELETE would. No lost writes: each delete record carries the version the pass judged due and why
 (``service.meta.lifecycle_state.judgment``), and ``apply`` refuses it when the key's versions
 no longer agree at that point of the journal -- a PUT whose record was queued while the pass
 judged the key wins, whatever the interleaving. A refused delete lost a race: skipped, not
@@ -66,9 +68,11 @@ _GONE = frozenset(
         "NoSuchUpload",
         "InvalidState",
         "PreconditionFailed",
+        "ObjectLocked",
     }
 )
-"""Outcomes that mean someone else got there first: not counted, not an error."""
+"""Outcomes that mean someone else got there first (or locked the version meanwhile): not
+counted, not an error."""
 
 
 @dataclass(slots=True)
@@ -168,8 +172,11 @@ class LifecycleRunner:
         while self._same(bucket, bucket_id):
             page = state.list_versions(bucket, prefix=prefix, limit=PAGE, start_after=cursor)
             due: list[tuple[ObjectVersion, str]] = []
+            now = now_ms()
             for entry in page.versions:
                 version = entry.version
+                if state.locks.removal_problem(version, now) is not None:
+                    continue  # retention or legal hold: the rule waits until it ends
                 history = state.object_versions(bucket, version.key)
                 position = next((i for i, v in enumerate(history) if v == version), None)
                 if position is None:

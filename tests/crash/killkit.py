@@ -107,6 +107,8 @@ SERVER_ENV = {
     "SERVICE_GC_GRACE": str(GC_GRACE),
     "SERVICE_STAGING_TTL": str(STAGING_TTL),
     "SERVICE_LOG_LEVEL": "warning",
+    # Small enough that the workload rolls the audit log's segments too.
+    "SERVICE_AUDIT_SEGMENT_BYTES": "16384",
     **UPKEEP_ENV,
 }
 
@@ -173,6 +175,11 @@ class KillKit(KillChecks):
         self.receiver = Receiver()
         self.acked_digests: set[str] = set()
         """SHA-256 of every acknowledged write: each must reach the webhook receiver."""
+        self.acked_requests: dict[str, str] = {}
+        """Request id -> what, of every request acknowledged by a strict server since the
+        last check: each must have its audit record (``KillChecks.check_audit``)."""
+        self.audit_after = 0
+        """The audit log's last sequence the checks have read."""
 
     # -- bookkeeping --------------------------------------------------------------------
 
@@ -206,6 +213,10 @@ class KillKit(KillChecks):
         if reply.status not in (None, 0, expected):
             detail = reply.content[:300].decode(errors="replace")
             self.problem(f"{what}: expected {expected}, got {reply.status} {detail}")
+        running = self.running
+        if reply.fate == Fate.ACKED and running is not None and running[1] == "strict":
+            with self.lock:
+                self.acked_requests[reply.headers.get("X-Request-Id", "")] = what
         return reply.fate
 
     def expect_object(self, reply: Reply, digest: str, what: str) -> None:

@@ -33,6 +33,7 @@ BALANCED_FAST = (
     "event_flush",
     "webhook_cursor",
     "scrub",
+    "audit_append",
 )
 FAST = [(name, "strict") for name in KINDS] + [(name, "balanced") for name in BALANCED_FAST]
 SLOW = [(name, mode) for mode in ("strict", "balanced") for name in KINDS]
@@ -120,6 +121,11 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
     "gc": frozenset({"gc.batch"}),
     "staging_sweep": frozenset({"staging.sweep"}),
     "recovery": frozenset({"journal.replay.truncate", "engine.after_replay", "gc.batch"}),
+    "audit_append": frozenset(
+        {"audit.append.mid_write", "audit.append.after_write", "audit.segment.roll"}
+    ),
+    "audit_prune": frozenset({"audit.prune.after_anchor"}),
+    "audit_recovery": frozenset({"audit.open.truncate"}),
 }
 """Crash points each kind's operation must pass (a renamed point must not go untested)."""
 STRICT_POINTS: dict[str, frozenset[str]] = {
@@ -127,6 +133,7 @@ STRICT_POINTS: dict[str, frozenset[str]] = {
     "put_small_group": frozenset({"put.after_group_sync"}),
     "batch": frozenset({"put.after_group_sync"}),
     "batch_fsync": frozenset({"put.after_data_fsync", "put.after_dir_fsync", "batch.staged"}),
+    "audit_append": frozenset({"audit.append.after_fsync"}),
 }
 """More points a kind passes in strict durability only (a shared file-system sync)."""
 

@@ -22,6 +22,7 @@ def every_event(f: Factory) -> list[records.Event]:
     job_id = job["job_id"]
     share = f.share(job_id)
     bucket = f.bucket()
+    locked = f.put("held", bucket="lk")
     return [
         records.server_initialized(server_id="srv-1", at=f.at()),
         records.user_created(user_id="u1", username="ada", password_hash="h", role="admin", at=1),
@@ -69,6 +70,10 @@ def every_event(f: Factory) -> list[records.Event]:
         records.video_share_revoked(share_id=share["share_id"], reason="revoked", at=f.at()),
         records.video_job_deleted(job_id=job_id, at=f.at()),
         f.drop_bucket(force=True),
+        f.lock_bucket(),
+        locked,
+        f.retention("held", locked["version_token"], "governance", f.now + 60_000),
+        f.legal_hold("held", locked["version_token"], True),
         records.user_deleted(user_id="u1", at=8),
     ]
 
