@@ -71,6 +71,7 @@ class Factory:
             versioning_enabled=True,
             tags={},
             at=self.at(),
+            bucket_id=self.bucket_id(),
             object_lock_enabled=True,
             default_retention_mode=mode,
             default_retention_days=days,
