@@ -35,6 +35,7 @@ from tornado.netutil import bind_unix_socket
 from fsseam.fs import FileSystem, RealFileSystem
 from service import __version__
 from service.app import make_app, route_names
+from service.archive.metrics import ArchiveCollector
 from service.auth import CREDENTIALS_FILENAME, BootstrapError, load_or_create_server_secret
 from service.common.timefmt import now_ms
 from service.config import Config, ConfigError, load_config
@@ -243,6 +244,9 @@ async def start_background_work(engine: Engine, ctx: AppContext, metrics: Metric
         engine.journal.batch_observer = lambda records, seconds: observe_journal_batch(
             metrics, records, seconds
         )
+    if engine.archiver is not None:
+        engine.archiver.start()
+        metrics.add_collector(ArchiveCollector(engine.archiver))
     await ctx.video_jobs.start()
     engine.add_background_job(SHARE_REAP_SECONDS, lambda: reap_expired_shares(engine))
     engine.add_background_job(config.lifecycle_interval, ctx.lifecycle.run_pass)

@@ -46,13 +46,16 @@ from journal import (
     JournalFailedError,
     Record,
 )
+from service.archive.shipper import Archiver
 from service.config import Config
+from service.engine.archiving import make_archiver
 from service.engine.errors import (
     CommitFailedError,
     NotServingError,
     ReadOnlyError,
     StorageFullError,
 )
+from service.engine.holds import ReaderHolds
 from service.engine.key_usage import KeyUsage
 from service.engine.recovery import PayloadRefs, open_and_replay
 from service.events.feed import FLUSH_SECONDS, EventFeed
@@ -88,6 +91,7 @@ class Engine:
         (``index_factory``; LMDB on a real disk; none on another file system: the
         versions then stay in memory)."""
         self.config = config
+        self.clock = clock
         self._clock = clock
         self.fs: FileSystem = fs or RealFileSystem()
         # Created durably before anything goes into it: a power loss must not take the
@@ -155,6 +159,10 @@ class Engine:
         self._removals: set[asyncio.Future[int]] = set()
         self.start_sweep: asyncio.Task[None] | None = None
         """The pass that removes the orphans a crash left, started after the start."""
+        self.holds = ReaderHolds()
+        """What the journal's readers (the archive) still need (``service.engine.holds``)."""
+        self.archiver: Archiver | None = None
+        """Ships to ``SERVICE_ARCHIVE`` when set (``service.engine.archiving``)."""
         self.startup_gc_grace = 0.0
         """Age below which the start's orphan sweep keeps a payload even if older than the
         start: 0 when nothing was in flight at the start; the GC's grace when worker
@@ -171,6 +179,7 @@ class Engine:
         self._last_snapshot_sequence = journal.stats().last_snapshot_sequence
         journal.listener = self._on_durable
         journal.batch_listener = self._on_batch_durable
+        journal.retain_from = self.holds.retain_from
         crashpoints.hit("engine.after_replay")
         self.quarantined = await self.run_blocking(self.integrity.quarantined_ids)
         await self.run_blocking(self.integrity.finish_quarantine, self.quarantined)
@@ -196,6 +205,10 @@ class Engine:
         )
         # Orphans a crash left: a walk of every payload file, so after the start (it
         # would scale with the data), collecting only files older than this start.
+        if self.config.archive:
+            # Its holds count from now; the server starts its shipping with the background
+            # work (``start_background_work``), a test may drive it step by step.
+            self.archiver = make_archiver(self, self.config.archive)
         self.start_sweep = asyncio.create_task(self._sweep_after_start(self._clock()))
         self._background.append(self.start_sweep)
         self.add_background_job(self.config.gc_interval, self.collect_garbage)
@@ -236,6 +249,7 @@ class Engine:
         (nothing was in flight then; a newer file may be a PUT's between promote and
         commit)."""
         try:
+            await self.holds.settled()  # a reader's unshipped payloads may be orphans now
             # A file newer than the start is kept (``now - mtime < grace``); with no time
             # gone by (a simulated clock), a grace of 0 collects every unreferenced file.
             await self._collect_payloads(max(self._clock() - started, self.startup_gc_grace))
@@ -255,6 +269,8 @@ class Engine:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        if self.archiver is not None:
+            await self.archiver.stop()
         await self.flush_releases()
         if self.journal is not None:
             clean = not self.journal.failed
@@ -354,7 +370,7 @@ class Engine:
         if outcome.released_payloads:
             if event["type"] == events.UPLOAD_COMPLETED:
                 crashpoints.hit("multipart.before_parts_removed")
-            self.release_payloads(outcome.released_payloads)
+            self.release_payloads(self.holds.release(record.sequence, outcome.released_payloads))
 
     def _on_batch_durable(self, sequence: int) -> None:
         """One index transaction per journal batch, with the batch's last sequence."""
@@ -364,6 +380,8 @@ class Engine:
             self._rest_changed = False
             self.events.write_pending()
             index.commit(sequence, event_crc(self._last_event), rest)
+        if self.archiver is not None:
+            self.archiver.wake.set()
 
     def _enter_read_only(self, reason: str) -> None:
         if self.read_only_reason is None:
@@ -509,7 +527,9 @@ class Engine:
         journal = self.journal
         if journal is None or self.read_only_reason is not None:
             return
-        holder = self.state.payload_holder()
+        if self.holds.floor() == 0:
+            return  # a reader's position is not known yet: any orphan may be its
+        holder = self.holds.also_holding(self.state.payload_holder())
         open_uploads = {session.upload_id for session in self.state.uploads()}
         try:
             if not self._strict:

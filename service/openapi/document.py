@@ -20,6 +20,7 @@ from service.openapi.paths_accounts import account_paths, health_paths, system_p
 from service.openapi.paths_batch import batch_paths, batch_schemas
 from service.openapi.paths_console import console_paths
 from service.openapi.paths_media import image_paths, video_paths
+from service.openapi.paths_replication import replication_paths, replication_schemas
 from service.openapi.paths_storage import (
     bucket_paths,
     multipart_paths,
@@ -99,6 +100,7 @@ def openapi_document() -> dict[str, Any]:
         multipart_paths(),
         video_paths(),
         upkeep_paths(),
+        replication_paths(),
         console_paths(),
     ):
         paths.update(part)
@@ -133,6 +135,7 @@ def openapi_document() -> dict[str, Any]:
                 **request_schemas(),
                 **upkeep_schemas(),
                 **batch_schemas(),
+                **replication_schemas(),
             },
             "responses": error_responses(REQUEST_ID),
             "parameters": parameter_components(),

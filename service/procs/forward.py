@@ -54,6 +54,7 @@ WRITER_ROUTES = (
     rf"{API}/system/performance",
     rf"{API}/metrics",
     rf"{API}/system/scrub",
+    rf"{API}/replication",
     rf"{API}/system/lifecycle/run",
     rf"{API}/buckets/[^/]+/events",
     rf"{API}/buckets/[^/]+/notifications",

@@ -33,6 +33,7 @@ from typing import Any
 
 from fsseam import crashpoints
 from fsseam.simfs import CrashMode, ManualClock, SimFileSystem, SimulatedCrash
+from service.auth import load_or_create_server_secret
 from service.common.api_errors import ApiError, response_headers
 from service.config import Config, Durability
 from service.engine.core import Engine
@@ -259,7 +260,12 @@ class SimMachine:
         engine.executor = ThreadPoolExecutor(1, thread_name_prefix="crash-engine")
         self.engine = engine
         try:
+            if self.config.archive:
+                # As the server does before its background work: the archive ships it.
+                load_or_create_server_secret(self.fs, self.config.data_dir)
             await engine.start()
+            if engine.archiver is not None:
+                await engine.archiver.begin()  # its holds settle: the orphans' sweep may run
             if engine.start_sweep is not None:
                 await engine.start_sweep  # the orphans' sweep is part of the recovery here
         except BaseException:

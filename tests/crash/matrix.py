@@ -34,6 +34,7 @@ from typing import Any
 
 from fsseam.simfs import CRASH_MODES, CrashMode, Fault, SimFileSystem, SimulatedCrash
 from service.config import Durability
+from tests.crash.archivekit import archive_kinds, check_archive
 from tests.crash.batchkit import put_batch
 from tests.crash.checkkit import Verdict, check_recovered, check_state
 from tests.crash.enginekit import (
@@ -322,6 +323,10 @@ KINDS: dict[str, Kind] = {
             Kind(name, setup, operation, overrides=tuple(overrides.items()))
             for name, (setup, operation, overrides) in upkeep_kinds(base_setup, must).items()
         ),
+        *(
+            Kind(name, setup, operation, overrides=tuple(overrides.items()))
+            for name, (setup, operation, overrides) in archive_kinds(base_setup, must).items()
+        ),
     )
 }
 
@@ -414,6 +419,7 @@ async def _recover_all(
 
 async def _upkeep(machine: SimMachine, verdict: Verdict, firm: bool) -> None:
     await check_upkeep(machine, verdict, firm=firm)
+    await check_archive(machine, verdict)
 
 
 async def _crash_during_recovery(

@@ -33,6 +33,7 @@ BALANCED_FAST = (
     "event_flush",
     "webhook_cursor",
     "scrub",
+    "archive_ship",
 )
 FAST = [(name, "strict") for name in KINDS] + [(name, "balanced") for name in BALANCED_FAST]
 SLOW = [(name, mode) for mode in ("strict", "balanced") for name in KINDS]
@@ -120,6 +121,8 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
     "gc": frozenset({"gc.batch"}),
     "staging_sweep": frozenset({"staging.sweep"}),
     "recovery": frozenset({"journal.replay.truncate", "engine.after_replay", "gc.batch"}),
+    "archive_ship": frozenset({"archive.payloads_shipped", "archive.records_shipped"}),
+    "archive_snapshot": frozenset({"archive.records_shipped", "journal.snapshot.after_rename"}),
 }
 """Crash points each kind's operation must pass (a renamed point must not go untested)."""
 STRICT_POINTS: dict[str, frozenset[str]] = {
