@@ -23,8 +23,7 @@ from typing import Any
 from fsseam.simfs import SimulatedCrash
 from journal import JournalError
 from service.archive.shipper import read_state
-from service.archive.targets import ArchiveError
-from service.archive.targets import DirectoryTarget
+from service.archive.targets import ArchiveError, DirectoryTarget
 from service.archive.verify import verify
 from tests.crash.checkkit import Verdict
 from tests.crash.enginekit import SimMachine
