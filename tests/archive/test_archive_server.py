@@ -35,7 +35,7 @@ def wait_archived(client: httpx.Client, timeout: float = 30.0) -> int:
     """Wait until the archive holds every committed record; its sequence."""
     deadline = time.monotonic() + timeout
     while True:
-        status = client.get("/api/v1/replication").json()
+        status = client.get("/replication").json()
         archive = status["archive"]
         if archive["archived_sequence"] >= status["last_sequence"] > 0:
             assert archive["last_error"] is None
@@ -45,34 +45,39 @@ def wait_archived(client: httpx.Client, timeout: float = 30.0) -> int:
 
 
 def populate(client: httpx.Client) -> dict[str, bytes]:
-    assert client.post("/api/v1/buckets", json={"name": "photos"}).status_code == 201
+    assert client.post("/buckets", json={"name": "photos"}).status_code == 201
     assert (
-        client.post("/api/v1/buckets", json={"name": "versions", "versioning_enabled": True})
+        client.post("/buckets", json={"name": "versions", "versioning_enabled": True})
     ).status_code == 201
     bodies: dict[str, bytes] = {}
     for n in range(20):
         body = os.urandom(1000 + n * 97)
         key = f"photos/p{n:02d}.bin"
-        assert client.put(f"/api/v1/buckets/photos/objects/p{n:02d}.bin", content=body).is_success
+        assert client.put(f"/buckets/photos/objects/p{n:02d}.bin", content=body).is_success
         bodies[key] = body
     for n in range(3):
         body = f"version {n}".encode()
-        assert client.put("/api/v1/buckets/versions/objects/doc", content=body).is_success
+        assert client.put("/buckets/versions/objects/doc", content=body).is_success
     bodies["versions/doc"] = body
-    assert client.delete("/api/v1/buckets/photos/objects/p00.bin").status_code == 204
+    assert client.delete("/buckets/photos/objects/p00.bin").status_code == 204
     bodies.pop("photos/p00.bin")
     big = os.urandom(3 * 1024 * 1024 + 11)
-    assert client.put("/api/v1/buckets/photos/objects/big.bin", content=big).is_success
+    assert client.put("/buckets/photos/objects/big.bin", content=big).is_success
     bodies["photos/big.bin"] = big
     return bodies
 
 
 def listing(client: httpx.Client) -> dict[str, object]:
     return {
-        "photos": client.get("/api/v1/buckets/photos/objects").json(),
-        "versions": client.get("/api/v1/buckets/versions/versions").json(),
-        "users": client.get("/api/v1/users").json(),
-        "keys": client.get("/api/v1/access-keys").json()["access_keys"],
+        "photos": client.get("/buckets/photos/objects").json(),
+        "versions": client.get("/buckets/versions/versions").json(),
+        "users": client.get("/users").json(),
+        # ``last_used_at`` is noted in memory and journaled in batches (once a minute), so a
+        # restore shows the last journaled use: everything else of a key is exact.
+        "keys": [
+            {name: value for name, value in key.items() if name != "last_used_at"}
+            for key in client.get("/access-keys").json()["access_keys"]
+        ],
     }
 
 
@@ -88,7 +93,7 @@ def test_a_lost_primary_is_restored_from_its_archive(tmp_path: Path, workers: st
         with primary.client() as client:
             bodies = populate(client)
             presigned = client.post(
-                "/api/v1/presign", json={"bucket": "photos", "key": "p05.bin", "method": "GET"}
+                "/presign", json={"bucket": "photos", "key": "p05.bin", "method": "GET"}
             ).json()["url"]
             archived = wait_archived(client)
             before = listing(client)
@@ -111,7 +116,7 @@ def test_a_lost_primary_is_restored_from_its_archive(tmp_path: Path, workers: st
             assert listing(client) == before
             for key, body in bodies.items():
                 bucket, _, name = key.partition("/")
-                got = client.get(f"/api/v1/buckets/{bucket}/objects/{name}")
+                got = client.get(f"/buckets/{bucket}/objects/{name}")
                 assert got.status_code == 200 and got.content == body, key
             # Signed before the loss, with the archived signing secret: still valid.
             path = presigned.split("://", 1)[1].split("/", 1)[1]
