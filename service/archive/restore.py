@@ -27,7 +27,8 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fsseam.fs import RealFileSystem, make_dirs_durably
+from fsseam.durable import make_dirs_durably
+from fsseam.fs import RealFileSystem
 from journal.segment import segment_name
 from journal.snapshot import snapshot_name as journal_snapshot_name
 from journal.tail import RawRecord, split_frames
@@ -40,12 +41,13 @@ from service.archive.shipper import (
     read_state,
 )
 from service.archive.targets import ArchiveError, ArchiveTarget
+from service.auth.server_secret import SERVER_SECRET_FILENAME
 from service.common.timefmt import rfc3339_ms
 from service.storage.direct import direct_path, parse_direct_id
 from service.storage.layout import ASSEMBLY_DIR, STAGING_DIR, Layout
 
 JOURNAL_DIR = "journal"
-SECRET_FILE = "server-secret"
+SECRET_FILE = SERVER_SECRET_FILENAME
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 Progress = Callable[[str], None]
 

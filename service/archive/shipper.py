@@ -371,10 +371,16 @@ class Archiver:
                 files.append(os.path.relpath(path, self._source.data_dir))
             else:
                 upload_id, offset, size = located
-                region = read_region(
-                    self._source.fs, self._source.direct_file(upload_id), offset, size
-                )
-                data = b"".join(bytes(window) for window in region)
+                try:
+                    region = read_region(
+                        self._source.fs, self._source.direct_file(upload_id), offset, size
+                    )
+                    data = b"".join(bytes(window) for window in region)
+                except FileNotFoundError:
+                    # A part written in place whose upload closed (completed or aborted)
+                    # before it was shipped: its file is gone, and with it the part.
+                    self._mark_lost(ref)
+                    continue
                 self.target.put_bytes(layout.payload_name(ref.payload_id), data)
             if len(files) >= PAYLOAD_BATCH:
                 self.target.put_files(self._source.data_dir, files)
@@ -383,8 +389,9 @@ class Archiver:
 
     def _mark_lost(self, ref: PayloadRef) -> None:
         """The primary no longer has a payload a record to ship names: lost to a balanced
-        power cut (then quarantined here too), or a record that was refused and whose
-        payload went with it. The archive says so, and a restore quarantines it."""
+        power cut (then quarantined here too), a record that was refused and whose payload
+        went with it, or a part written in place of an upload that closed before the part
+        was shipped. The archive says so, and a restore quarantines it."""
         log.warning("payload %s is not in the data dir: archived as lost", ref.payload_id)
         reason = {"payload_id": ref.payload_id, "size": ref.size, "sha256": ref.sha256}
         self.target.put_bytes(layout.lost_name(ref.payload_id), json.dumps(reason).encode())

@@ -27,7 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from fsseam.fs import FileSystem, RealFileSystem, make_dirs_durably
+from fsseam.durable import make_dirs_durably
+from fsseam.fs import FileSystem, RealFileSystem
 
 COPY_CHUNK = 1 << 20
 RCLONE_PREFIX = "rclone:"

@@ -10,13 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from service.auth import Action
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 
 NO_LAG = {"records": 0, "seconds": 0.0, "bytes": 0}
 
 
 class ReplicationHandler(ApiHandler):
     route_name = "/api/v1/replication"
+    home = Home.JOURNAL  # the archive ships from the process that owns the journal
     SUPPORTED_METHODS = ("GET",)
 
     def get(self) -> None:
@@ -24,9 +25,8 @@ class ReplicationHandler(ApiHandler):
         self.send_json(200, self.document())
 
     def document(self) -> dict[str, Any]:
-        engine = self.ctx.engine
-        last = engine.journal.stats().last_sequence if engine.journal is not None else 0
-        archiver = engine.archiver
+        last = self.ctx.engine.committer.last_sequence()
+        archiver = self.ctx.archiver
         return {
             "role": "primary",
             "epoch": 1,

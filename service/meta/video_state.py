@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from service.meta import events, fields
+from service.meta import fields, records
 from service.meta.fields import MalformedEventError
 from service.meta.model import VideoJob, VideoShare
 from service.meta.outcome import Outcome, accepted, rejected
@@ -70,11 +70,11 @@ class Media:
 
     def handlers(self) -> dict[str, Handler]:
         return {
-            events.VIDEO_JOB_CREATED: self._job_created,
-            events.VIDEO_JOB_UPDATED: self._job_updated,
-            events.VIDEO_JOB_DELETED: self._job_deleted,
-            events.VIDEO_SHARE_CREATED: self._share_created,
-            events.VIDEO_SHARE_REVOKED: self._share_revoked,
+            records.VIDEO_JOB_CREATED: self._job_created,
+            records.VIDEO_JOB_UPDATED: self._job_updated,
+            records.VIDEO_JOB_DELETED: self._job_deleted,
+            records.VIDEO_SHARE_CREATED: self._share_created,
+            records.VIDEO_SHARE_REVOKED: self._share_revoked,
         }
 
     def forget_bucket(self, bucket: str) -> None:

@@ -11,6 +11,7 @@ from service.archive.shipper import ArchiveSource
 from service.archive.targets import ArchiveTarget, DirectoryTarget, RcloneTarget
 from service.config import Config
 from service.engine.core import Engine
+from service.engine.journaled import JournalCommitter
 
 
 def config(data_dir: Path, **overrides: object) -> Config:
@@ -34,17 +35,25 @@ def target_for(kind: str, root: Path) -> ArchiveTarget:
     return RcloneTarget(f"arch:{root}")
 
 
+def committer_of(engine: Engine) -> JournalCommitter:
+    """The engine's journal committer (the engines here write their own journal)."""
+    committer = engine.committer
+    assert isinstance(committer, JournalCommitter)
+    return committer
+
+
 def archive_source(engine: Engine) -> ArchiveSource:
     journal_dir = os.path.join(engine.config.data_dir, "journal")
+    committer = committer_of(engine)
 
     async def snapshot_now() -> int:
-        await engine.snapshot()
+        await committer.snapshot()
         found = list_snapshots(engine.fs, journal_dir)
         return found[-1][0] if found else 0
 
     async def durable() -> int:
-        assert engine.journal is not None
-        return engine.journal.stats().last_sequence
+        assert committer.journal is not None
+        return committer.journal.stats().last_sequence
 
     return ArchiveSource(
         fs=engine.fs,

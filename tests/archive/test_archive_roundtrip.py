@@ -22,10 +22,11 @@ from service.archive.targets import ArchiveError, ArchiveTarget
 from service.archive.verify import verify
 from service.auth import load_or_create_server_secret
 from service.engine.core import Engine
+from service.engine.journaled import journaled_engine
 from service.meta import encode_snapshot
 from service.ops import buckets, objects
 from service.ops.objects import PutIntent
-from tests.archive.kit import archive_source, config, target_for
+from tests.archive.kit import archive_source, committer_of, config, target_for
 
 pytestmark = pytest.mark.parametrize("kind", ["directory", "rclone"])
 
@@ -38,7 +39,7 @@ async def put(engine: Engine, key: str, body: bytes) -> None:
 
 async def started(data_dir: Path) -> Engine:
     """An engine as the server starts it (the signing secret made beside it)."""
-    engine = Engine(config(data_dir))
+    engine, _ = journaled_engine(config(data_dir))
     await engine.start()
     await engine.run_blocking(load_or_create_server_secret, engine.fs, str(data_dir))
     return engine
@@ -81,10 +82,10 @@ def test_a_restore_to_each_point_equals_the_journal_at_that_point(
                 live[f"k{n}"] = body
             await objects.delete_object(engine, "bkt", "k0", None)
             live.pop("k0")
-            points[engine.journal.stats().last_sequence] = dict(live)
-            states[engine.journal.stats().last_sequence] = encode_snapshot(engine.state)
+            points[committer_of(engine).last_sequence()] = dict(live)
+            states[committer_of(engine).last_sequence()] = encode_snapshot(engine.state)
             if round_ == 1:
-                await engine.snapshot()
+                await committer_of(engine).snapshot()
             await archiver.ship_once()
         await archiver.stop()
         await engine.stop()
@@ -116,7 +117,7 @@ def test_a_restore_to_a_time_takes_the_last_record_at_or_before_it(
         for n in range(4):
             await put(engine, f"t{n}", b"x" * (n + 1))
             marks.append(
-                (engine.journal.stats().last_sequence, _now_ms(), encode_snapshot(engine.state))
+                (committer_of(engine).last_sequence(), _now_ms(), encode_snapshot(engine.state))
             )
             await asyncio.sleep(0.02)
         await archiver.ship_once()

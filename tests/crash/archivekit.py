@@ -36,7 +36,7 @@ Step = Callable[[SimMachine, dict[str, Any]], Awaitable[None]]
 
 async def ship_now(machine: SimMachine) -> None:
     """One shipping round; a failure is what the background loop logs and retries."""
-    archiver = machine.running.archiver
+    archiver = machine.archiver
     assert archiver is not None
     try:
         await archiver.ship_once()
@@ -73,22 +73,22 @@ def archive_kinds(base_setup: Step, must: Callable[[Any], Awaitable[Any]]) -> di
 
 async def check_archive(machine: SimMachine, verdict: Verdict) -> None:
     """The archive checks of a freshly recovered machine (module docstring)."""
-    engine = machine.running
-    if engine.archiver is None:
+    archiver = machine.archiver
+    if archiver is None:
         return
     target = DirectoryTarget(ARCHIVE_DIR, machine.fs)
     report = await _verify(target)
     verdict.check(report.ok, f"the archive after the crash fails verify: {report.problem}")
-    journal = engine.journal
+    journal = machine.journal.journal
     assert journal is not None
     last = journal.stats().last_sequence
     end = read_state(target).end
     verdict.check(end is None or end <= last, f"archive at {end} is ahead of the journal ({last})")
-    await engine.archiver.ship_once()
-    verdict.check(not engine.archiver.rebased, "the archive had to start over after the crash")
+    await archiver.ship_once()
+    verdict.check(not archiver.rebased, "the archive had to start over after the crash")
     verdict.check(
-        engine.archiver.archived_sequence == journal.stats().last_sequence,
-        f"shipping stopped at {engine.archiver.archived_sequence}, not {last}",
+        archiver.archived_sequence == journal.stats().last_sequence,
+        f"shipping stopped at {archiver.archived_sequence}, not {last}",
     )
     report = await _verify(target)
     verdict.check(report.ok, f"the archive after shipping again fails verify: {report.problem}")
