@@ -30,6 +30,7 @@ FILES = [
     ("_async_events.py", "_events.py"),
     ("_async_stream.py", "_stream.py"),
     ("_async_io.py", "_sync_io.py"),
+    ("_async_lock.py", "_lock.py"),
 ]
 
 #: Applied in order. Names first (the specific before ``Async\w+``), then keywords.
@@ -41,6 +42,7 @@ SUBS = [
     (r"_async_multipart\b", "_multipart"),
     (r"_async_events\b", "_events"),
     (r"_async_client\b", "_client"),
+    (r"_async_lock\b", "_lock"),
     (r"_async_concurrency\b", "_sync_concurrency"),
     (r"\basync_content\b", "sync_content"),
     (r"\bAsync(?!IterBody\b)([A-Z]\w+)", r"\1"),  # AsyncIterBody names the body type itself

@@ -12,6 +12,7 @@ import tornado.web
 
 from service.common.wire import API_PREFIX
 from service.context import AppContext
+from service.http.audit_handlers import AuditHandler, AuditVerifyHandler
 from service.http.base import ApiHandler, Home, NotFoundHandler
 from service.http.batch_handlers import BatchHandler
 from service.http.bucket_handlers import (
@@ -33,6 +34,7 @@ from service.http.identity import (
 )
 from service.http.image_handlers import ImageHandler, ImageOptimizeHandler
 from service.http.lifecycle_handlers import BucketLifecycleHandler, LifecycleRunHandler
+from service.http.lock_handlers import LegalHoldHandler, RetentionHandler
 from service.http.multipart_handlers import (
     MultipartCompleteHandler,
     MultipartInitHandler,
@@ -66,6 +68,10 @@ KEY = r"(?P<key>.*)"
 UPLOAD = r"(?P<upload_id>[^/]+)"
 API = API_PREFIX
 OBJECT = rf"{API}/buckets/{BUCKET}/objects/{KEY}"
+RETENTION = rf"{API}/buckets/{BUCKET}/objects/(?P<key>.+)/retention"
+LEGAL_HOLD = rf"{API}/buckets/{BUCKET}/objects/(?P<key>.+)/legal-hold"
+OBJECT_READ = rf"{API}/buckets/{BUCKET}/objects/(?P<key>(?!.*/(?:retention|legal-hold)$).*)"
+"""The object path but for its lock routes (matched on the raw path: ``%2F`` is no ``/``)."""
 PLAY = rf"{API}/videos/play/(?P<token>[^/]+)/(?P<path>.*)"
 
 
@@ -76,6 +82,8 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets", BucketsHandler),
         (rf"{API}/buckets/{BUCKET}", BucketHandler),
         (rf"{API}/buckets/{BUCKET}/objects", ObjectListHandler),
+        (RETENTION, RetentionHandler),
+        (LEGAL_HOLD, LegalHoldHandler),
         (OBJECT, ObjectHandler),
         (rf"{API}/buckets/{BUCKET}/versions", VersionListHandler),
         (rf"{API}/buckets/{BUCKET}/batch", BatchHandler),
@@ -107,6 +115,8 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets/{BUCKET}/notifications", BucketNotificationsHandler),
         (rf"{API}/system/scrub", ScrubHandler),
         (rf"{API}/replication", ReplicationHandler),
+        (rf"{API}/system/audit", AuditHandler),
+        (rf"{API}/system/audit/verify", AuditVerifyHandler),
         (r"/", ConsoleRedirectHandler),
         (r"/console", ConsoleRedirectHandler),
         (r"/console/(?P<path>.*)", ConsoleFileHandler),
@@ -137,7 +147,7 @@ def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:
     handler of the same pattern in ``handler_table``."""
     return [
         tornado.routing.Rule(
-            tornado.routing.PathMatches(OBJECT),
+            tornado.routing.PathMatches(OBJECT_READ),
             ObjectReadRouter(
                 ctx,
                 ObjectHandler.route_name,

@@ -124,6 +124,9 @@ class Config:
     """Days of history the archive keeps restorable (fractions allowed)."""
     crash_point: str | None = None
     """Test-only: ``name`` or ``name:N`` makes the process SIGKILL itself at the Nth hit."""
+    clock_offset: float = 0.0
+    """Test-only: seconds added to the clock events are stamped with (a server whose clock is
+    ahead, or, started after one that was, behind: the object lock's clock rule)."""
     lifecycle_interval: float = 3600.0
     """Seconds between background passes applying the buckets' lifecycle rules."""
     lifecycle_pass_pause: float = 0.005
@@ -134,6 +137,8 @@ class Config:
     """...and at least this many of the newest (docs/events.md)."""
     events_segment_events: int = 10_000
     """Events per file of the event log (retention drops whole files)."""
+    events_recent: int = 10_000
+    """Test-only: the newest object events kept in memory (older ones are read from files)."""
     webhook_timeout: float = 10.0
     """Seconds one webhook delivery may take before it counts as failed."""
     webhook_max_backoff: float = 3600.0
@@ -147,6 +152,17 @@ class Config:
     """One full scrub pass (re-read and verify every payload) per this many days."""
     scrub_rate_mbps: float = 50.0
     """Scrub pace in megabytes (10^6 bytes) per second."""
+    audit: bool = True
+    """Keep the audit log: one hash-chained record per request that reached authorisation
+    (docs/security.md, "Audit log"). 0 keeps none (for measurements; not for production)."""
+    audit_reads: bool = False
+    """Record reads (GET, HEAD, lists) in the audit log too; writes, admin actions and refusals
+    are always recorded."""
+    audit_retention_days: float = 90.0
+    """Days audit records are kept; older segments are removed, leaving a signed starting point
+    (fractions allowed)."""
+    audit_segment_bytes: int = 16 * MIB
+    """Size at which the audit log starts a new segment file (retention removes whole files)."""
 
     @property
     def journal_dir(self) -> str:
@@ -197,12 +213,16 @@ RULES: Mapping[str, Rule] = {
     "max_header_bytes": Rule(minimum=1024),
     "snapshot_every": Rule(minimum=1),
     "journal_segment_bytes": Rule(minimum=4096),
+    "audit_retention_days": Rule(minimum=0.0001, maximum=36500),
+    "audit_segment_bytes": Rule(minimum=1024),
     "health_min_free_fraction": Rule(maximum=1),
     "image_max_pixels": Rule(minimum=1),
     "image_memory_budget": Rule(minimum=1),
     "image_workers": Rule(maximum=256),
     "max_concurrent_video_jobs": Rule(minimum=1),
     "crash_point": Rule(test_only=True),
+    "events_recent": Rule(test_only=True),
+    "clock_offset": Rule(test_only=True),
     "cors_origins": Rule(
         allowed="comma-separated origins (scheme://host[:port]) or *",
         validator="service.limits.cors:CorsPolicy.parse",

@@ -16,6 +16,8 @@ from collections.abc import Coroutine
 from typing import Any
 
 from service.archive.shipper import Archiver
+from service.audit.log import AuditLog
+from service.audit.trail import AuditTrail
 from service.auth import LoginThrottle
 from service.config import Config
 from service.engine.core import Engine
@@ -104,6 +106,11 @@ class AppContext:
         """Delivers object events to the buckets' webhooks; started by ``service.server``."""
         self.scrub = Scrubber(engine, config)
         """Re-reads stored payloads in the background (``service.upkeep.scrub``)."""
+        self.audit = AuditTrail.disabled()
+        """Which answered requests are recorded and where (``service.audit.trail``); set by
+        ``service.server``."""
+        self.audit_log: AuditLog | None = None
+        """The audit log itself, in the process that keeps it (``service.audit.log``)."""
         self.archiver: Archiver | None = None
         """The continuous archive, on the process that owns the journal when
         ``SERVICE_ARCHIVE`` is set (``service.roles.journal_owner``)."""

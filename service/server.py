@@ -32,7 +32,10 @@ import tornado.ioloop
 from fsseam.fs import FileSystem, RealFileSystem
 from service import __version__
 from service.app import make_app, route_names
+from service.audit.log import AuditLog
+from service.audit.trail import AuditTrail
 from service.auth import BootstrapError, load_or_create_server_secret
+from service.common.timefmt import set_clock_offset
 from service.config import Config, ConfigError, load_config
 from service.context import AppContext
 from service.engine.core import Engine, install_crash_hook
@@ -40,6 +43,7 @@ from service.observability import BucketUsage, Metrics, configure_logging
 from service.ops.first_run import bootstrap_credentials
 from service.procs import shared_metrics
 from service.procs.supervisor import WorkerSeat, WriterSeat, supervise
+from service.procs.writer_link import WriterLink
 from service.roles.role import Role
 from service.roles.single import SingleRole
 from service.roles.worker import WorkerRole
@@ -60,6 +64,8 @@ STREAMS_GRACE_SECONDS = 5.0
 """How long a stop waits for the open event streams to end once told to."""
 LOG_FLUSH_SECONDS = 0.1
 """Log lines are written in batches at most this long after they were logged."""
+AUDIT_PRUNE_SECONDS = 3600.0
+"""The longest pause between two passes of the audit log's retention."""
 
 
 def bucket_usage_rows(engine: Engine) -> list[BucketUsage]:
@@ -78,6 +84,7 @@ async def serve(
     """Serve as ``role`` on the sockets ``listen`` gives (called once the process is ready
     to serve) until one of the role's stop signals."""
     install_crash_hook(config.crash_point)
+    set_clock_offset(config.clock_offset)  # test-only; 0 unless a test sets it
     engines: list[Engine] = []
     metrics = Metrics(
         bucket_usage=lambda: bucket_usage_rows(engines[0]),
@@ -93,6 +100,7 @@ async def serve(
     )
     uploads = role.build_uploads(engine)
     ctx = AppContext(config, engine, metrics, role.performance, server_secret, uploads)
+    await start_audit(ctx, role.link if isinstance(role, WorkerRole) else None)
     app = make_app(ctx)
     servers = await role.start(ctx, app)
     servers[0].add_sockets(listen())
@@ -120,8 +128,37 @@ async def serve(
             asyncio.gather(*(each.close_all_connections() for each in servers)), 5.0
         )
     await role.stop(ctx)
+    if ctx.audit_log is not None:
+        await ctx.audit_log.close()  # every request is answered: its record written
     ctx.images.close()
     await engine.stop()
+
+
+async def start_audit(ctx: AppContext, link: WriterLink | None) -> None:
+    """The audit log (``service.audit``): kept by this process, or (a worker) by the writer
+    through ``link``; retention applied now and then."""
+    config, engine = ctx.config, ctx.engine
+    if not config.audit:
+        return
+    strict = config.durability == "strict"
+    if link is None:
+        ctx.audit_log = AuditLog(
+            engine.fs,
+            config.data_dir,
+            secret=ctx.server_secret,
+            strict=strict,
+            retention_seconds=config.audit_retention_days * 86400,
+            segment_bytes=config.audit_segment_bytes,
+            readers=engine.executor,
+        )
+        await ctx.audit_log.open()
+        await ctx.audit_log.prune()
+        interval = min(AUDIT_PRUNE_SECONDS, max(1.0, ctx.audit_log.retention_seconds / 8))
+        engine.add_background_job(interval, ctx.audit_log.prune)
+    sink = ctx.audit_log if link is None else link.audit_sink(wait=strict)
+    ctx.audit = AuditTrail(
+        sink, reads=config.audit_reads, state=lambda: engine.state, secret=ctx.server_secret
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

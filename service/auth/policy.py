@@ -13,8 +13,9 @@ The rules:
   shares, presigning) only in buckets it owns.
 - ``user`` may read and change only itself among users, and not its own ``role`` or
   ``status``; it may list, create, change and delete only its own access keys.
-- Only ``admin`` may list, create or delete users, or read system info, performance and
-  metrics.
+- Only ``admin`` may list, create or delete users, read system info, performance and
+  metrics, or read the audit log; only an admin's request may bypass a governance retention
+  (``service.http.lock_handlers``).
 - The credential narrows this further: a presigned request (``via="presign"``) may only read
   or write an object (the signature has already tied it to one object and method), and a
   share token (``via="share"``) may only play a shared video, which nothing else may.
@@ -115,6 +116,12 @@ class Action(enum.Enum):
     METRICS_READ = "metrics:read"
     SYSTEM_MAINTENANCE = "system:maintenance"
     """Running background work now: a lifecycle pass, a scrub."""
+    OBJECT_LOCK_READ = "object_lock:read"
+    """Reading a version's retention or legal hold."""
+    OBJECT_LOCK_WRITE = "object_lock:write"
+    """Setting a version's retention or legal hold (a governance bypass: admins only)."""
+    AUDIT_READ = "audit:read"
+    """Reading and verifying the audit log."""
 
     @property
     def scope(self) -> Scope:
@@ -152,6 +159,8 @@ _RULES: dict[Action, tuple[Scope, _Rule]] = {
             Action.VIDEO_JOB_CANCEL,
             Action.VIDEO_SHARE_CREATE,
             Action.VIDEO_SHARE_DELETE,
+            Action.OBJECT_LOCK_READ,
+            Action.OBJECT_LOCK_WRITE,
         )
     },
     Action.VIDEO_SHARE_PLAY: (_SERVICE, _Rule.SHARE_HOLDER),
@@ -169,6 +178,7 @@ _RULES: dict[Action, tuple[Scope, _Rule]] = {
     Action.SYSTEM_PERFORMANCE: (_SERVICE, _Rule.ADMIN_ONLY),
     Action.METRICS_READ: (_SERVICE, _Rule.ADMIN_ONLY),
     Action.SYSTEM_MAINTENANCE: (_SERVICE, _Rule.ADMIN_ONLY),
+    Action.AUDIT_READ: (_SERVICE, _Rule.ADMIN_ONLY),
 }
 
 _PRESIGN_ACTIONS = frozenset({Action.OBJECT_READ, Action.OBJECT_WRITE})

@@ -23,6 +23,7 @@ from service.client import _ops_objects as objects
 from service.client import _ops_upkeep as upkeep
 from service.client._async_events import stream_events
 from service.client._async_io import AsyncDriver, Handle
+from service.client._async_lock import AsyncObjectLock
 from service.client._async_multipart import AsyncMultipartUpload
 from service.client._async_stream import AsyncObjectStream
 from service.client._documents import UNSET, Unset
@@ -48,7 +49,7 @@ __all__ = ["AsyncBucketClient"]
 T = TypeVar("T")
 
 
-class AsyncBucketClient(Handle):
+class AsyncBucketClient(Handle, AsyncObjectLock):
     """Object operations in one bucket, from ``client.bucket(name)``.
 
     Example::

@@ -25,6 +25,7 @@ from service.client import _ops_upkeep as upkeep
 from service.client._documents import UNSET, Unset
 from service.client._events import stream_events
 from service.client._headers import ObjectHeaders
+from service.client._lock import ObjectLock
 from service.client._models import (
     Bucket,
     ListPage,
@@ -49,7 +50,7 @@ __all__ = ["BucketClient"]
 T = TypeVar("T")
 
 
-class BucketClient(Handle):
+class BucketClient(Handle, ObjectLock):
     """Object operations in one bucket, from ``client.bucket(name)``.
 
     Example::

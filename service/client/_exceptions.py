@@ -21,6 +21,7 @@ The tree (catch a branch to handle everything under it)::
     │   └── QuotaExceededError        413 QuotaExceeded
     ├── UnsupportedMediaTypeError     415
     ├── InvalidRangeError             416 (``object_size`` from ``Content-Range: bytes */N``)
+    ├── ObjectLockedError             423 ObjectLocked (a retention or legal hold keeps it)
     ├── TooManyRequestsError          429 (``retry_after``): a per-user cap stayed full
     └── ServerError                   any 5xx
         ├── InternalServerError       500
@@ -60,6 +61,7 @@ __all__ = [
     "MethodNotAllowedError",
     "NotFoundError",
     "NotModifiedError",
+    "ObjectLockedError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "PreconditionFailedError",
@@ -236,6 +238,12 @@ class InvalidRangeError(ServiceError):
         self.object_size = object_size
 
 
+class ObjectLockedError(ServiceError):
+    """423: the version is under retention or legal hold (object lock)."""
+
+    default_code = "ObjectLocked"
+
+
 class _SaysWhenToRetry(ServiceError):
     """An answer that may say when to try again: ``retry_after`` seconds, or None."""
 
@@ -300,6 +308,7 @@ _CLASS_BY_STATUS: Mapping[int, type[ServiceError]] = {
     413: PayloadTooLargeError,
     415: UnsupportedMediaTypeError,
     416: InvalidRangeError,
+    423: ObjectLockedError,
     429: TooManyRequestsError,
     500: InternalServerError,
     503: ServiceUnavailableError,

@@ -49,6 +49,7 @@ STATUS_BY_CODE: Mapping[str, int] = {
     "QuotaExceeded": 413,
     "UnsupportedMediaType": 415,
     "InvalidRange": 416,
+    "ObjectLocked": 423,
     "TooManyRequests": 429,
     "InternalError": 500,
     "ServiceUnavailable": 503,

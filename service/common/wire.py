@@ -17,12 +17,17 @@ __all__ = [
     "BATCH_PAX_CONTENT_TYPE",
     "BATCH_PAX_META_PREFIX",
     "BATCH_PAX_SHA256",
+    "HEADER_BYPASS_GOVERNANCE",
     "HEADER_CHECKSUM_SHA256",
+    "HEADER_LEGAL_HOLD",
     "HEADER_META_PREFIX",
     "HEADER_REQUEST_ID",
+    "HEADER_RETAIN_UNTIL",
+    "HEADER_RETENTION_MODE",
     "HEADER_RETRY_AFTER",
     "HEADER_VERSION_ID",
     "HEALTH_PATH",
+    "LEGAL_HOLD_SUFFIX",
     "MAX_ACCESS_KEY_NAME",
     "MAX_BATCH_MEMBERS",
     "MAX_LIST_LIMIT",
@@ -35,6 +40,7 @@ __all__ = [
     "PRESIGN_SIGNATURE_PARAM",
     "QUERY_PART_NUMBER",
     "QUERY_VERSION_ID",
+    "RETENTION_SUFFIX",
     "SECRET_KEY_PREFIX",
     "VIDEO_PLAY_PATH",
 ]
@@ -49,6 +55,15 @@ HEADER_CHECKSUM_SHA256: Final = "X-Checksum-Sha256"
 HEADER_VERSION_ID: Final = "X-Version-Id"
 HEADER_META_PREFIX: Final = "X-Meta-"
 HEADER_RETRY_AFTER: Final = "Retry-After"
+HEADER_RETENTION_MODE: Final = "X-Retention-Mode"
+HEADER_RETAIN_UNTIL: Final = "X-Retain-Until"
+HEADER_LEGAL_HOLD: Final = "X-Legal-Hold"
+HEADER_BYPASS_GOVERNANCE: Final = "X-Bypass-Governance-Retention"
+
+#: An object's retention and legal hold are at ``.../objects/{key}`` + these; a key that itself
+#: ends so is sent with its last ``/`` percent-encoded (``%2F``).
+RETENTION_SUFFIX: Final = "/retention"
+LEGAL_HOLD_SUFFIX: Final = "/legal-hold"
 
 #: ``X-Version-Id`` carries this when the bucket is not versioned.
 NULL_VERSION_ID: Final = "null"

@@ -7,8 +7,9 @@ of records, begun by the first record of the batch), and to the event feed, whic
 the record's object event, if any. ``end_batch`` commits the index transaction with the
 batch's last sequence and the CRC-32 of its last event (the "consistent index",
 ``service.index.opening``), and with the rest of the state (buckets, users, sessions: small)
-only when a record of the batch may have changed it: an accepted object write changes the
-object index alone.
+only when a record of the batch may have changed it: an accepted object write (or a
+version's retention or legal hold) changes the object index alone; and with the newest
+record time (``latest_at``, the object lock's clock rule).
 
 The live commit path (``service.engine.journaled``) calls ``apply`` from the journal's
 listener and ``end_batch`` from its batch listener, before any waiter of the batch resumes;
@@ -27,7 +28,14 @@ from service.index.opening import event_crc, rest_of
 from service.index.protocol import PersistentIndex
 from service.meta import MetaState, Outcome, records
 
-OBJECT_EVENTS = frozenset({records.OBJECT_STORED, records.OBJECT_DELETED})
+OBJECT_EVENTS = frozenset(
+    {
+        records.OBJECT_STORED,
+        records.OBJECT_DELETED,
+        records.OBJECT_RETENTION_SET,
+        records.OBJECT_LEGAL_HOLD_SET,
+    }
+)
 """Records whose effects lie wholly in the object index (when accepted)."""
 
 
@@ -52,7 +60,7 @@ class Applier:
         self._last = event
         if event.get("type") not in OBJECT_EVENTS or not outcome.ok:
             self._rest_changed = True
-        self.feed.observe(sequence, event, outcome)
+        self.feed.observe(sequence, event, outcome, self.state.bucket_id_of)
         return outcome
 
     def end_batch(self, sequence: int) -> None:
@@ -63,4 +71,5 @@ class Applier:
         rest = rest_of(self.state) if self._rest_changed else None
         self._rest_changed = False
         self.feed.write_pending()
-        index.commit(sequence, event_crc(self._last), rest)
+        latest = self.state.locks.latest_at  # the object lock's clock rule, exact at a start
+        index.commit(sequence, event_crc(self._last), rest, latest)

@@ -28,6 +28,7 @@ from service.common.api_errors import ApiError, ServiceError
 from service.common.wire import HEADER_REQUEST_ID
 from service.context import AppContext
 from service.http.admission import ClientGone, slots_refusal, wait_while_connected
+from service.http.audit_hook import AuditedAnswer
 from service.http.authn import authenticate
 from service.http.cross_site import cross_site_refusal
 from service.http.json_body import load_json_object
@@ -90,8 +91,9 @@ class Home(enum.Enum):
     without it forwards the request there (``service.procs.forward``)."""
 
 
-class ApiHandler(tornado.web.RequestHandler):
-    """Base of every API handler."""
+class ApiHandler(AuditedAnswer, tornado.web.RequestHandler):
+    """Base of every API handler (recorded in the audit log at its answer:
+    ``service.http.audit_hook``)."""
 
     ctx: AppContext
     route_name: str = "unknown"
@@ -134,6 +136,7 @@ class ApiHandler(tornado.web.RequestHandler):
         if refusal is not None:
             raise refusal
         if not self.public:
+            self.audit_reached = True  # authentication starts: the answer is recorded
             self.set_principal(self.authenticate())
 
     def presigned(self) -> bool:

@@ -17,6 +17,9 @@ class HealthHandler(ApiHandler):
         reasons = []
         if engine.read_only_reason is not None:
             reasons.append("journal read-only: " + engine.read_only_reason)
+        audit = self.ctx.audit_log
+        if audit is not None and audit.failed:
+            reasons.append("the audit log cannot record requests (a write failed): restart")
         corrupt = len(self.ctx.scrub.current_corrupt())
         if corrupt:
             reasons.append(

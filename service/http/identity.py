@@ -105,6 +105,7 @@ class LoginHandler(ApiHandler):
     SUPPORTED_METHODS = ("POST",)
 
     async def post(self) -> None:
+        self.audit_reached = True  # a login is an authentication: recorded, pass or fail
         body = self.json_body()
         username, password = require_string(body, "username"), require_string(body, "password")
         ctx = self.ctx
@@ -118,6 +119,7 @@ class LoginHandler(ApiHandler):
                 headers={"Retry-After": str(int(wait) + 1), **BEARER_CHALLENGE},
             )
         user = user_by_any_case(ctx.engine.state, username)
+        self.audit_principal = {"user_id": user.user_id if user is not None else None}
         # No stored password is longer, so an overlong one is wrong without an Argon2 run.
         valid = len(password) <= MAX_PASSWORD_CHARS and await verify_password(
             user.password_hash if user else None, password, ctx.engine.executor

@@ -272,7 +272,7 @@ def resolve_playback_read(
         via="share",
     )
     authorize_action(engine.state, principal, Action.VIDEO_SHARE_PLAY)
-    return ReadTarget(version, share.share_id)
+    return ReadTarget(version, share.share_id, principal=principal)
 
 
 class PlayOtherMethodsHandler(ApiHandler):

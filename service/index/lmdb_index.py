@@ -4,7 +4,8 @@ Layout (one LMDB environment, named databases):
 
 - ``versions``: ``bucket NUL key`` -> msgpack list of the key's versions, oldest first, each
   ``[version_id, payload_id, size, content_type, sha256, custom_metadata, created_at,
-  updated_at, is_delete_marker]``;
+  updated_at, is_delete_marker]`` and, for a version with a retention or legal hold,
+  ``retention_mode, retain_until, legal_hold`` after them (``service.meta.model.version_row``);
 - ``visible``: ``bucket NUL key`` -> empty, for the keys whose latest version is not a
   delete marker (listings never step over deleted keys);
 - ``usage``: bucket name -> its usage (object count, bytes), for every bucket;
@@ -79,6 +80,8 @@ _FORMAT = b"format"
 _APPLIED = b"applied"
 _REST = b"rest"
 _SNAPSHOT = b"snapshot"
+_LATEST = b"latest_at"
+_TIME = struct.Struct(">q")
 _MARK = struct.Struct(">QI")
 """A sequence and a CRC-32: which journal record (or snapshot) the index was built from."""
 
@@ -124,9 +127,12 @@ class LmdbObjectIndex:
     def in_batch(self) -> bool:
         return self._batch is not None
 
-    def commit(self, sequence: int, crc: int, rest: bytes | None = None) -> None:
-        """Record ``sequence`` (whose event has CRC-32 ``crc``) as applied, and ``rest`` if
-        the batch changed it, and commit the batch with them, atomically."""
+    def commit(
+        self, sequence: int, crc: int, rest: bytes | None = None, latest_at: int | None = None
+    ) -> None:
+        """Record ``sequence`` (whose event has CRC-32 ``crc``) as applied, ``rest`` if the
+        batch changed it and the newest event time ``latest_at``, and commit the batch with
+        them, atomically."""
         txn, self._batch = self._batch, None
         for bucket, usage in self._usage_pending.items():
             put_usage(txn, self._usage, bucket, usage)
@@ -134,7 +140,15 @@ class LmdbObjectIndex:
         txn.put(_APPLIED, _MARK.pack(sequence, crc), db=self._meta)
         if rest is not None:
             txn.put(_REST, rest, db=self._meta)
+        if latest_at is not None:
+            txn.put(_LATEST, _TIME.pack(latest_at), db=self._meta)
         txn.commit()
+
+    def latest_at(self) -> int:
+        """The newest event time committed with a batch (ms; 0: none)."""
+        with self.env.begin() as txn:
+            raw = txn.get(_LATEST, db=self._meta)
+        return 0 if raw is None else int(_TIME.unpack(raw)[0])
 
     def rest(self) -> bytes | None:
         """The rest of the state as of ``applied`` (None: never committed)."""

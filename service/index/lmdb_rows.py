@@ -20,7 +20,7 @@ from typing import Any
 
 import msgpack
 
-from service.meta.model import ObjectVersion, Usage
+from service.meta.model import ObjectVersion, Usage, version_row
 from service.meta.object_index import Versions
 
 USAGE = struct.Struct(">QQ")
@@ -132,22 +132,7 @@ def put_usage(txn: Any, db: Any, bucket: str, usage: Usage | None) -> None:
 
 
 def pack_versions(versions: Versions) -> bytes:
-    data: bytes = msgpack.packb(
-        [
-            [
-                v.version_id,
-                v.payload_id,
-                v.size,
-                v.content_type,
-                v.sha256,
-                dict(v.custom_metadata),
-                v.created_at,
-                v.updated_at,
-                v.is_delete_marker,
-            ]
-            for v in versions
-        ]
-    )
+    data: bytes = msgpack.packb([version_row(v) for v in versions])
     return data
 
 

@@ -34,6 +34,14 @@ def visible(versions: Versions) -> bool:
     return bool(versions) and not versions[-1].is_delete_marker
 
 
+def find_version(versions: Versions, version_id: str | None) -> int | None:
+    """The position of the version called ``version_id`` (None: the null version)."""
+    for index, version in enumerate(versions):
+        if version.version_id == version_id:
+            return index
+    return None
+
+
 class PayloadHolder(Protocol):
     """Whether a record holds a payload id, as of when it was taken (the GC's question,
     asked from its thread for a whole pass); ``close`` when done."""

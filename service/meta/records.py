@@ -49,6 +49,8 @@ VIDEO_SHARE_CREATED = "VideoShareCreated"
 VIDEO_SHARE_REVOKED = "VideoShareRevoked"
 LIFECYCLE_CONFIGURED = "LifecycleConfigured"
 NOTIFICATIONS_CONFIGURED = "NotificationsConfigured"
+OBJECT_RETENTION_SET = "ObjectRetentionSet"
+OBJECT_LEGAL_HOLD_SET = "ObjectLegalHoldSet"
 
 EVENT_TYPES = frozenset(
     {
@@ -76,10 +78,20 @@ EVENT_TYPES = frozenset(
         VIDEO_SHARE_REVOKED,
         LIFECYCLE_CONFIGURED,
         NOTIFICATIONS_CONFIGURED,
+        OBJECT_RETENTION_SET,
+        OBJECT_LEGAL_HOLD_SET,
     }
 )
 
-BUCKET_CHANGE_FIELDS = frozenset({"quota_bytes", "versioning_enabled", "tags"})
+BUCKET_CHANGE_FIELDS = frozenset(
+    {
+        "quota_bytes",
+        "versioning_enabled",
+        "tags",
+        "default_retention_mode",
+        "default_retention_days",
+    }
+)
 USER_CHANGE_FIELDS = frozenset({"password_hash", "status", "role"})
 ABORT_REASONS = frozenset({"aborted", "expired"})
 JOB_STATUSES = ("queued", "processing", "completed", "failed")
@@ -106,9 +118,17 @@ def bucket_created(
     versioning_enabled: bool,
     tags: Mapping[str, str],
     at: int,
+    bucket_id: str | None,
+    object_lock_enabled: bool = False,
+    default_retention_mode: str | None = None,
+    default_retention_days: float | None = None,
 ) -> Event:
-    """A bucket was created, owned by the user ``owner``."""
-    return {
+    """A bucket was created, owned by the user ``owner``, with the identity ``bucket_id``
+    (``service.meta.identity``; None writes a record as versions before identities did,
+    whose identity is derived). With ``object_lock_enabled`` (carried only then) its
+    versioning stays on for good and new versions may get the default retention
+    (``service.meta.lock_policy``)."""
+    event: Event = {
         "type": BUCKET_CREATED,
         "name": name,
         "owner": owner,
@@ -117,6 +137,13 @@ def bucket_created(
         "tags": dict(tags),
         "at": at,
     }
+    if bucket_id is not None:
+        event["bucket_id"] = bucket_id
+    if object_lock_enabled:
+        event["object_lock_enabled"] = True
+        event["default_retention_mode"] = default_retention_mode
+        event["default_retention_days"] = default_retention_days
+    return event
 
 
 def bucket_updated(*, name: str, changes: Mapping[str, Any], at: int) -> Event:
@@ -407,31 +434,81 @@ def video_share_revoked(*, share_id: str, reason: str, at: int) -> Event:
     return {"type": VIDEO_SHARE_REVOKED, "share_id": share_id, "reason": reason, "at": at}
 
 
-def lifecycle_configured(*, bucket: str, rules: Sequence[Mapping[str, Any]], at: int) -> Event:
+def lifecycle_configured(
+    *, bucket: str, rules: Sequence[Mapping[str, Any]], at: int, bucket_id: str
+) -> Event:
     """A bucket's lifecycle rules were replaced (an empty list removes them all).
 
     Each rule is the normalised document of ``service.meta.lifecycle_state.LifecycleRule``.
+    ``bucket_id`` is the identity of the bucket the request was accepted for: applied to
+    another bucket of that name (deleted and created again meanwhile), the record is refused.
     """
     return {
         "type": LIFECYCLE_CONFIGURED,
         "bucket": bucket,
+        "bucket_id": bucket_id,
         "rules": [dict(r) for r in rules],
         "at": at,
     }
 
 
 def notifications_configured(
-    *, bucket: str, webhooks: Sequence[Mapping[str, Any]], after_sequence: int, at: int
+    *,
+    bucket: str,
+    webhooks: Sequence[Mapping[str, Any]],
+    after_sequence: int,
+    at: int,
+    bucket_id: str,
 ) -> Event:
     """A bucket's webhooks were replaced (an empty list removes them all).
 
     A webhook new to the bucket delivers the events after ``after_sequence`` (the journal's
     last sequence when the request was accepted); one that keeps its id keeps its cursor.
+    ``bucket_id`` as for ``lifecycle_configured``: never another bucket's webhooks.
     """
     return {
         "type": NOTIFICATIONS_CONFIGURED,
         "bucket": bucket,
+        "bucket_id": bucket_id,
         "webhooks": [dict(w) for w in webhooks],
         "after_sequence": after_sequence,
+        "at": at,
+    }
+
+
+def object_retention_set(
+    *,
+    bucket: str,
+    key: str,
+    version_id: str,
+    mode: str | None,
+    retain_until: int | None,
+    bypass: bool,
+    at: int,
+) -> Event:
+    """A version's retention was set to ``mode`` until ``retain_until`` (ms), or removed
+    (both None). ``version_id`` is the version's id (``"null"`` for the null version);
+    ``bypass`` is an admin's governance bypass. ``apply`` judges the change
+    (``service.meta.lock_policy``)."""
+    return {
+        "type": OBJECT_RETENTION_SET,
+        "bucket": bucket,
+        "key": key,
+        "version_id": version_id,
+        "mode": mode,
+        "retain_until": retain_until,
+        "bypass": bypass,
+        "at": at,
+    }
+
+
+def object_legal_hold_set(*, bucket: str, key: str, version_id: str, on: bool, at: int) -> Event:
+    """A version's legal hold was turned on or off."""
+    return {
+        "type": OBJECT_LEGAL_HOLD_SET,
+        "bucket": bucket,
+        "key": key,
+        "version_id": version_id,
+        "on": on,
         "at": at,
     }

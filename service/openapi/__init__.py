@@ -6,8 +6,8 @@ blocks), ``paths_*`` (the routes, keyed like the handlers' ``route_name``), ``do
 (assembly) and ``html`` (the readable page at ``GET /api/v1/docs``). docs/openapi.md says
 how the document is kept exact.
 
-May import (docs/architecture.md, "Layers"): ``service``, ``service.common``,
-``service.meta``, ``service.auth``, ``service.events``, ``service.ops``, ``service.media``.
+May import (docs/architecture.md, "Layers"): ``service``, ``service.common``, ``service.meta``,
+``service.auth``, ``service.audit``, ``service.events``, ``service.ops``, ``service.media``.
 """
 
 from service.openapi.document import openapi_document

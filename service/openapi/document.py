@@ -17,8 +17,10 @@ from service import __version__
 from service.openapi.errors import error_responses, error_schemas
 from service.openapi.operations import REQUEST_ID
 from service.openapi.paths_accounts import account_paths, health_paths, system_paths
+from service.openapi.paths_audit import audit_paths, audit_schemas
 from service.openapi.paths_batch import batch_paths, batch_schemas
 from service.openapi.paths_console import console_paths
+from service.openapi.paths_lock import lock_paths, lock_schemas
 from service.openapi.paths_media import image_paths, video_paths
 from service.openapi.paths_replication import replication_paths, replication_schemas
 from service.openapi.paths_storage import (
@@ -102,6 +104,7 @@ def openapi_document() -> dict[str, Any]:
         health_paths(),
         bucket_paths(),
         object_paths(),
+        lock_paths(),
         batch_paths(),
         image_paths(),
         account_paths(),
@@ -110,6 +113,7 @@ def openapi_document() -> dict[str, Any]:
         video_paths(),
         upkeep_paths(),
         replication_paths(),
+        audit_paths(),
         console_paths(),
     ):
         paths.update(part)
@@ -145,6 +149,8 @@ def openapi_document() -> dict[str, Any]:
                 **upkeep_schemas(),
                 **batch_schemas(),
                 **replication_schemas(),
+                **lock_schemas(),
+                **audit_schemas(),
             },
             "responses": error_responses(REQUEST_ID),
             "parameters": parameter_components(),

@@ -46,6 +46,15 @@ def list_of(field: str, item: str) -> dict[str, Any]:
     return closed({field: {"type": "array", "items": ref(item)}})
 
 
+RETENTION_MODE = {"type": "string", "enum": ["governance", "compliance"]}
+RETENTION = closed({"mode": RETENTION_MODE, "retain_until": TIMESTAMP})
+DEFAULT_RETENTION = closed(
+    {
+        "mode": RETENTION_MODE,
+        "days": {"type": "number", "exclusiveMinimum": 0, "maximum": 36500},
+    }
+)
+
 OBJECT_FIELDS: dict[str, Any] = {
     "bucket": {"type": "string"},
     "key": {"type": "string"},
@@ -57,6 +66,11 @@ OBJECT_FIELDS: dict[str, Any] = {
     "custom_metadata": STRING_MAP,
     "created_at": TIMESTAMP,
     "updated_at": TIMESTAMP,
+    "retention": {
+        **nullable(RETENTION),
+        "description": "The version's retention (object lock), null when none is set.",
+    },
+    "legal_hold": {"type": "boolean", "description": "Whether a legal hold keeps the version."},
 }
 
 SESSION_FIELDS: dict[str, Any] = {
@@ -277,6 +291,20 @@ def resource_schemas() -> dict[str, Any]:
                 "created_at": TIMESTAMP,
                 "updated_at": TIMESTAMP,
                 "usage": closed({"object_count": COUNT, "size_bytes": COUNT}),
+                "bucket_id": {
+                    "type": "string",
+                    "pattern": "^bkt_[0-9a-f]{24}$",
+                    "description": "The bucket's identity: a bucket deleted and created again "
+                    "under the same name is another bucket, with another bucket_id.",
+                },
+                "object_lock_enabled": {
+                    "type": "boolean",
+                    "description": "Chosen at creation, for good; keeps versioning on.",
+                },
+                "default_retention": {
+                    **nullable(DEFAULT_RETENTION),
+                    "description": "The retention every new version gets (lock buckets).",
+                },
             }
         ),
         "BucketList": list_of("buckets", "Bucket"),

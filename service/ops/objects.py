@@ -300,7 +300,8 @@ async def _chunks(engine: Engine, data: bytes | str) -> AsyncIterator[bytes]:
 
 
 async def delete_object(engine: Engine, bucket: str, key: str, version_id: str | None) -> None:
-    """Delete the key (a delete marker under versioning) or one version for good."""
+    """Delete the key (a delete marker under versioning) or one version for good (423
+    ObjectLocked while its retention or legal hold keeps it)."""
     require_bucket(engine, bucket)
     require_key(key)
     engine.ensure_writable()
@@ -308,8 +309,13 @@ async def delete_object(engine: Engine, bucket: str, key: str, version_id: str |
         current = engine.state.head_object(bucket, key, None)
         if current is None or current.is_delete_marker:
             raise ApiError("NoSuchKey", f"no object {key!r} in bucket {bucket!r}")
-    elif engine.state.head_object(bucket, key, version_id) is None:
-        raise ApiError("NoSuchVersion", f"no version {version_id!r} of {key!r}")
+    else:
+        version = engine.state.head_object(bucket, key, version_id)
+        if version is None:
+            raise ApiError("NoSuchVersion", f"no version {version_id!r} of {key!r}")
+        # Refused now without a record; ``apply`` judges again with the record's time.
+        if problem := engine.state.locks.removal_problem(version, now_ms()):
+            raise ApiError("ObjectLocked", problem)
     outcome = await engine.commit(
         records.object_deleted(
             bucket=bucket,

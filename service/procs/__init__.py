@@ -12,9 +12,9 @@ workers sharing the port (the roles themselves are assembled in ``service.roles`
 - ``shared_metrics`` and ``process_table``: every process's metrics and request counts.
 
 May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``, ``service.common``,
-``service.config``, ``service.meta``, ``service.observability``, ``service.banner``,
-``service.storage``, ``service.index``, ``service.engine``, ``service.context``,
-``service.http``.
+``service.config``, ``service.meta``, ``service.observability``, ``service.storage``,
+``service.index``, ``service.audit``, ``service.banner``, ``service.engine``,
+``service.context``, ``service.http``.
 
 See docs/architecture.md, "Several processes".
 """

@@ -16,6 +16,7 @@ import pytest
 from bench import SMOKE, compare, file_windows
 from bench.__main__ import markdown_table, parse_args
 from bench.anchors import NaiveServer
+from bench.audit_bench import run as run_audit
 from bench.index_bench import run as run_index
 from bench.loadgen import LoadSpec, run_load, wrk_available
 from bench.memory_bench import peak_rss_mib
@@ -205,3 +206,20 @@ def test_upkeep_section_reports_delivery_scrub_pace_and_gets_during_a_scrub() ->
         assert_measured(row)
     delivered = str(rows[0]["notes"]).split(" of ", 1)[0]
     assert int(delivered) > 0, rows[0]["notes"]
+
+
+def test_audit_section_sets_each_audited_load_beside_its_unaudited_twin() -> None:
+    rows = run_audit(SMOKE)
+
+    by_label = {row["measurement"]: row for row in rows}
+    connections = SMOKE.small_connections
+    put = by_label[f"4 KiB PUT, strict, audit on (default), {connections} conns"]
+    get = by_label[f"4 KiB GET, SERVICE_AUDIT_READS=1, {connections} conns"]
+    for row in (put, get):
+        assert_measured(row)
+        assert row["target"] == ">= 0.9x" and row["met"] in {"yes", "NO"}
+    assert put["anchor"] == "the same, audit off"
+    assert get["anchor"] == "the same, reads not recorded"
+    cpu = by_label["CPU per request, 4 KiB GET, SERVICE_AUDIT_READS=1"]
+    assert_measured(cpu)
+    assert "audit records written" in cpu["notes"]

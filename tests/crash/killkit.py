@@ -110,6 +110,8 @@ SERVER_ENV = {
     "SERVICE_GC_GRACE": str(GC_GRACE),
     "SERVICE_STAGING_TTL": str(STAGING_TTL),
     "SERVICE_LOG_LEVEL": "warning",
+    # Small enough that the workload rolls the audit log's segments too.
+    "SERVICE_AUDIT_SEGMENT_BYTES": "16384",
     **UPKEEP_ENV,
 }
 
@@ -178,6 +180,11 @@ class KillKit(KillChecks):
         self.receiver = Receiver()
         self.acked_digests: set[str] = set()
         """SHA-256 of every acknowledged write: each must reach the webhook receiver."""
+        self.acked_requests: dict[str, str] = {}
+        """Request id -> what, of every request acknowledged by a strict server since the
+        last check: each must have its audit record (``KillChecks.check_audit``)."""
+        self.audit_after = 0
+        """The audit log's last sequence the checks have read."""
 
     # -- bookkeeping --------------------------------------------------------------------
 
@@ -211,6 +218,10 @@ class KillKit(KillChecks):
         if reply.status not in (None, 0, expected):
             detail = reply.content[:300].decode(errors="replace")
             self.problem(f"{what}: expected {expected}, got {reply.status} {detail}")
+        running = self.running
+        if reply.fate == Fate.ACKED and running is not None and running[1] == "strict":
+            with self.lock:
+                self.acked_requests[reply.headers.get("X-Request-Id", "")] = what
         return reply.fate
 
     def expect_object(self, reply: Reply, digest: str, what: str) -> None:
@@ -274,7 +285,8 @@ class KillKit(KillChecks):
                 body = {"name": name, "versioning_enabled": versioned}
                 reply = send(client, "POST", "/buckets", json=body)
                 fate = self.outcome(reply, f"create bucket {name}", 201)
-                self.ledger.bucket_created(name, versioned, fate)
+                bucket_id = reply.json()["bucket_id"] if fate == Fate.ACKED else None
+                self.ledger.bucket_created(name, versioned, fate, bucket_id)
                 if fate != Fate.ACKED:
                     raise RuntimeError(f"cannot create bucket {name}: {reply}")
                 path = f"/buckets/{name}/notifications"

@@ -121,12 +121,19 @@ class SimIndex(ObjectIndex):
     def in_batch(self) -> bool:
         return self._batch
 
-    def commit(self, sequence: int, crc: int, rest: bytes | None = None) -> None:
+    def commit(
+        self, sequence: int, crc: int, rest: bytes | None = None, latest_at: int | None = None
+    ) -> None:
         self._batch = False
         self._meta["applied"] = [sequence, crc]
         if rest is not None:
             self._meta["rest"] = rest
+        if latest_at is not None:
+            self._meta["latest_at"] = latest_at
         self._persist()
+
+    def latest_at(self) -> int:
+        return int(self._meta.get("latest_at", 0))
 
     def rest(self) -> bytes | None:
         rest: bytes | None = self._meta.get("rest")

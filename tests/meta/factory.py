@@ -26,6 +26,11 @@ class Factory:
         self.serial += 1
         return f"{kind}{self.serial:06d}"
 
+    def bucket_id(self) -> str:
+        """A fresh bucket identity (``service.meta.identity``'s shape, deterministic)."""
+        self.serial += 1
+        return f"bkt_{self.serial:024x}"
+
     def payload(self) -> str:
         payload_id = self.fresh("p")
         self.payloads_created.append(payload_id)
@@ -51,6 +56,56 @@ class Factory:
             versioning_enabled=versioning,
             tags=dict(tags or {}),
             at=self.at(),
+            bucket_id=self.bucket_id(),
+        )
+
+    def lock_bucket(
+        self, name: str = "lk", *, mode: str | None = None, days: float | None = None
+    ) -> Event:
+        """A bucket created with object lock (and so versioning), with a default retention
+        when ``mode`` and ``days`` are given."""
+        return records.bucket_created(
+            name=name,
+            owner="u1",
+            quota_bytes=None,
+            versioning_enabled=True,
+            tags={},
+            at=self.at(),
+            object_lock_enabled=True,
+            default_retention_mode=mode,
+            default_retention_days=days,
+        )
+
+    def retention(
+        self,
+        key: str,
+        version_id: str,
+        mode: str | None,
+        until: int | None,
+        *,
+        bucket: str = "lk",
+        bypass: bool = False,
+        at: int | None = None,
+    ) -> Event:
+        return records.object_retention_set(
+            bucket=bucket,
+            key=key,
+            version_id=version_id,
+            mode=mode,
+            retain_until=until,
+            bypass=bypass,
+            at=self.at() if at is None else at,
+        )
+
+    def legal_hold(
+        self, key: str, version_id: str, on: bool, *, bucket: str = "lk", at: int | None = None
+    ) -> Event:
+        return records.object_legal_hold_set(
+            bucket=bucket,
+            key=key,
+            version_id=version_id,
+            on=on,
+            at=self.at() if at is None else at,
         )
 
     def update(self, name: str = "b", **changes: Any) -> Event:
@@ -85,13 +140,20 @@ class Factory:
             at=self.at(),
         )
 
-    def delete(self, key: str, version_id: str | None = None, *, bucket: str = "b") -> Event:
+    def delete(
+        self,
+        key: str,
+        version_id: str | None = None,
+        *,
+        bucket: str = "b",
+        at: int | None = None,
+    ) -> Event:
         return records.object_deleted(
             bucket=bucket,
             key=key,
             version_id=version_id,
             version_token=self.fresh("v"),
-            at=self.at(),
+            at=self.at() if at is None else at,
         )
 
     def start(self, key: str = "big", *, bucket: str = "b", ttl_ms: int = 86_400_000) -> Event:
