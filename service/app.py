@@ -48,6 +48,7 @@ from service.http.object_reads import ObjectReadRouter, resolve_object_read
 from service.http.openapi_handlers import DocsHandler, OpenApiHandler
 from service.http.preflight import ROUTE as PREFLIGHT_ROUTE
 from service.http.preflight import PreflightRouter
+from service.http.replication_handlers import ReplicationHandler
 from service.http.scrub_handlers import ScrubHandler
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
 from service.http.videos import (
@@ -113,6 +114,7 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets/{BUCKET}/events", BucketEventsHandler),
         (rf"{API}/buckets/{BUCKET}/notifications", BucketNotificationsHandler),
         (rf"{API}/system/scrub", ScrubHandler),
+        (rf"{API}/replication", ReplicationHandler),
         (rf"{API}/system/audit", AuditHandler),
         (rf"{API}/system/audit/verify", AuditVerifyHandler),
         (r"/", ConsoleRedirectHandler),

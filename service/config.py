@@ -116,6 +116,12 @@ class Config:
     """First start only: the root secret key (``sk_...``); generated when unset."""
     admin_password: str | None = None
     """First start only: the password of user ``admin``; generated when unset."""
+    archive: str | None = None
+    """Continuous archive target: a directory (local or mounted) or ``rclone:REMOTE:PATH``;
+    every payload, journal record and snapshot is shipped there as it commits (see
+    docs/replication.md). Empty: no archive."""
+    archive_retention_days: float = 7.0
+    """Days of history the archive keeps restorable (fractions allowed)."""
     crash_point: str | None = None
     """Test-only: ``name`` or ``name:N`` makes the process SIGKILL itself at the Nth hit."""
     clock_offset: float = 0.0

@@ -15,6 +15,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
+from service.archive.shipper import Archiver
 from service.audit.log import AuditLog
 from service.audit.trail import AuditTrail
 from service.auth import LoginThrottle
@@ -110,6 +111,9 @@ class AppContext:
         ``service.server``."""
         self.audit_log: AuditLog | None = None
         """The audit log itself, in the process that keeps it (``service.audit.log``)."""
+        self.archiver: Archiver | None = None
+        """The continuous archive, on the process that owns the journal when
+        ``SERVICE_ARCHIVE`` is set (``service.roles.journal_owner``)."""
 
     async def wait_for_requests(self, timeout: float) -> bool:
         """Wait until no request is in flight; False if ``timeout`` seconds pass first."""

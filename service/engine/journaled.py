@@ -54,6 +54,7 @@ from service.engine.errors import (
     ReadOnlyError,
     StorageFullError,
 )
+from service.engine.holds import ReaderHolds
 from service.engine.recovery import PayloadRefs, Recovered, open_and_replay
 from service.events.feed import FLUSH_SECONDS
 from service.index.lmdb_index import LmdbObjectIndex
@@ -111,6 +112,11 @@ class JournalCommitter:
         """Told of every finished sweep (kind, files removed), for the metrics."""
         self.snapshot_observer: Callable[[float], None] | None = None
         """Told how long each written snapshot took (seconds), for the metrics."""
+        self.holds = ReaderHolds()
+        """What the journal's readers (the archive) still need (``service.engine.holds``):
+        segments the journal keeps, released payloads it removes only once they are passed."""
+        self.on_batch: list[Callable[[], None]] = []
+        """Called after each group commit (a reader of the journal wakes)."""
 
     @property
     def read_only_reason(self) -> str | None:
@@ -149,6 +155,7 @@ class JournalCommitter:
         journal.listener = self._on_durable
         journal.batch_listener = self._on_batch_durable
         journal.batch_observer = self.batch_observer
+        journal.retain_from = self.holds.retain_from
         crashpoints.hit("engine.after_replay")
         quarantined = engine.quarantined
         quarantined.replace(await engine.run_blocking(engine.integrity.quarantined_ids))
@@ -214,6 +221,7 @@ class JournalCommitter:
         (nothing was in flight then; a newer file may be a PUT's between promote and
         commit)."""
         try:
+            await self.holds.settled()  # a reader's unshipped payloads may be orphans now
             # A file newer than the start is kept (``now - mtime < grace``); with no time
             # gone by (a simulated clock), a grace of 0 collects every unreferenced file.
             grace = max(self.engine.clock() - started, self.startup_gc_grace)
@@ -291,14 +299,17 @@ class JournalCommitter:
         if not self._strict and outcome.ok and "payload_id" in event:
             self._unsynced_payloads.add(event["payload_id"])
         crashpoints.hit("engine.after_apply")
-        if outcome.released_payloads:
+        released = outcome.released_payloads
+        if released:
             if event["type"] == records.UPLOAD_COMPLETED:
                 crashpoints.hit("multipart.before_parts_removed")
-            self.engine.release_payloads(outcome.released_payloads)
+            self.engine.release_payloads(self.holds.release(record.sequence, released))
 
     def _on_batch_durable(self, sequence: int) -> None:
         """One index transaction per journal batch, with the batch's last sequence."""
         self.applier.end_batch(sequence)
+        for wake in self.on_batch:
+            wake()
 
     def _enter_read_only(self, reason: str) -> None:
         if self._read_only_reason is None:
@@ -444,8 +455,10 @@ class JournalCommitter:
         journal = self.journal
         if journal is None or self._read_only_reason is not None:
             return
+        if self.holds.floor() == 0:
+            return  # a reader's position is not known yet: any orphan may be its
         engine, state = self.engine, self.own.state
-        holder = state.payload_holder()
+        holder = self.holds.also_holding(state.payload_holder())
         open_uploads = {session.upload_id for session in state.uploads()}
         try:
             if not self._strict:

@@ -22,6 +22,7 @@ from service.openapi.paths_batch import batch_paths, batch_schemas
 from service.openapi.paths_console import console_paths
 from service.openapi.paths_lock import lock_paths, lock_schemas
 from service.openapi.paths_media import image_paths, video_paths
+from service.openapi.paths_replication import replication_paths, replication_schemas
 from service.openapi.paths_storage import (
     bucket_paths,
     multipart_paths,
@@ -111,6 +112,7 @@ def openapi_document() -> dict[str, Any]:
         multipart_paths(),
         video_paths(),
         upkeep_paths(),
+        replication_paths(),
         audit_paths(),
         console_paths(),
     ):
@@ -146,6 +148,7 @@ def openapi_document() -> dict[str, Any]:
                 **request_schemas(),
                 **upkeep_schemas(),
                 **batch_schemas(),
+                **replication_schemas(),
                 **lock_schemas(),
                 **audit_schemas(),
             },

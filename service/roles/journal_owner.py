@@ -6,7 +6,9 @@ they run all background work: the bootstrap of an empty data dir, the batched fl
 access keys' last use, the reapers of expired multipart sessions and video shares, the
 video job runner, the lifecycle passes, the webhook deliveries, the scrub, and the journal's
 own care (GC, snapshots, the balanced checkpoint: ``service.engine.journaled``), with their
-metrics. ``JournalOwner`` is that shared part; each of the two roles holds one.
+metrics; and, with ``SERVICE_ARCHIVE``, the continuous archive (``service.archive``), a reader
+of the journal made with the engine so that nothing it still needs goes before it starts.
+``JournalOwner`` is that shared part; each of the two roles holds one.
 
 Thread-safety: event-loop thread only.
 """
@@ -14,6 +16,9 @@ Thread-safety: event-loop thread only.
 from __future__ import annotations
 
 from fsseam.fs import FileSystem
+from service.archive.metrics import ArchiveCollector
+from service.archive.shipper import Archiver
+from service.archive.wiring import make_archiver
 from service.common.timefmt import now_ms
 from service.config import Config
 from service.context import AppContext
@@ -36,6 +41,8 @@ class JournalOwner:
     def __init__(self) -> None:
         self.own = OwnState()
         self.committer = JournalCommitter(self.own)
+        self.archiver: Archiver | None = None
+        """Ships to ``SERVICE_ARCHIVE`` when set; made with the engine."""
 
     def build_engine(
         self, config: Config, fs: FileSystem, metrics: Metrics, *, startup_gc_grace: float
@@ -49,12 +56,19 @@ class JournalOwner:
         committer.batch_observer = lambda records, seconds: observe_journal_batch(
             metrics, records, seconds
         )
-        return Engine(config, committer, self.own, fs=fs)
+        engine = Engine(config, committer, self.own, fs=fs)
+        if config.archive:
+            self.archiver = make_archiver(engine, committer, config.archive)
+        return engine
 
     async def start(self, ctx: AppContext) -> None:
         """Bootstrap, then start the background work (module docstring)."""
         engine, config = ctx.engine, ctx.config
         await bootstrap_if_empty(engine, config)
+        if self.archiver is not None:
+            self.archiver.start()  # the server secret it ships exists by now (``service.server``)
+            ctx.archiver = self.archiver
+            ctx.metrics.add_collector(ArchiveCollector(self.archiver))
         engine.add_background_job(KEY_USAGE_FLUSH_SECONDS, lambda: flush_key_usage(engine))
         reap_interval = max(0.5, min(60.0, config.multipart_ttl / 4))
         engine.add_background_job(reap_interval, lambda: reap_expired_uploads(ctx.uploads))
@@ -74,6 +88,8 @@ class JournalOwner:
         await ctx.video_jobs.stop()
         await ctx.webhooks.stop()
         await ctx.scrub.stop()
+        if self.archiver is not None:
+            await self.archiver.stop()
 
 
 def observe_journal_batch(metrics: Metrics, records: int, seconds: float) -> None:

@@ -34,6 +34,9 @@ from typing import Any
 from fsseam import crashpoints
 from fsseam.simfs import CrashMode, ManualClock, SimFileSystem, SimulatedCrash
 from journal.model import Durability
+from service.archive.shipper import Archiver
+from service.archive.wiring import make_archiver
+from service.auth import load_or_create_server_secret
 from service.common.api_errors import ServiceError, response_headers, status_of
 from service.config import Config
 from service.engine.core import Engine, OwnState
@@ -245,6 +248,8 @@ class SimMachine:
         self.engine: ProbeEngine | None = None
         self._journal: JournalCommitter | None = None
         self._uploads: Uploads | None = None
+        self.archiver: Archiver | None = None
+        """The running engine's archive shipper, with ``archive`` set (driven step by step)."""
         self.read_only_seen = False
         """Set once an answer showed the journal failed: no success may follow."""
         self.success_after_failure: list[str] = []
@@ -263,8 +268,16 @@ class SimMachine:
         engine.executor = ThreadPoolExecutor(1, thread_name_prefix="crash-engine")
         self.engine, self._journal = engine, committer
         self._uploads = Uploads(engine, shared=False, keeps_files=True)
+        self.archiver = (
+            make_archiver(engine, committer, self.config.archive) if self.config.archive else None
+        )
         try:
+            if self.config.archive:
+                # As the server does before its background work: the archive ships it.
+                load_or_create_server_secret(self.fs, self.config.data_dir)
             await engine.start()
+            if self.archiver is not None:
+                await self.archiver.begin()  # its holds settle: the orphans' sweep may run
             if committer.start_sweep is not None:
                 await committer.start_sweep  # the orphans' sweep is part of the recovery here
         except BaseException:

@@ -36,7 +36,9 @@ corrupt (a SIGKILL never tears a payload).
 After the last cycle the kit waits out the staging TTL and the GC grace, restarts so that
 the startup sweep and GC run, and checks the disk: the files under ``payloads/`` are exactly
 the stored versions and parts (same count, same SHA-256 digests), ``staging/`` is empty and
-nothing was quarantined.
+nothing was quarantined. The server ships to a continuous archive all along
+(``tests.crash.killarchive``): at the very end the archive must verify, and a server started on
+a data dir restored from it must pass the same final checks.
 
 Thread-safety: the ledger, the list of unchecked acknowledgements and the problem list are
 guarded by ``KillKit.lock``; each worker owns its keys' entries in ``KillKit.views``; the
@@ -62,6 +64,7 @@ from service.storage.layout import (
     QUARANTINE_DIR,
     UNSYNCED_MARKER,
 )
+from tests.crash.killarchive import archive_dir, restore, wait_archived
 from tests.crash.killchecks import KillChecks
 from tests.crash.killplan import (
     STARTUP_ENV,
@@ -153,7 +156,9 @@ class KillKit(KillChecks):
         log: Callable[[str], None] = print,
     ) -> None:
         """``kill_delay``: bounds in seconds of the random wait before an unarmed kill."""
-        self.proc = ServerProcess(root / "data", env_overrides=SERVER_ENV)
+        self.root = root
+        archive = {"SERVICE_ARCHIVE": str(archive_dir(root))}
+        self.proc = ServerProcess(root / "data", env_overrides={**SERVER_ENV, **archive})
         self.kill_delay = kill_delay
         self.seed = seed
         self.rng = random.Random(seed)
@@ -438,9 +443,19 @@ class KillKit(KillChecks):
         self.tally.webhook_events = events
         redelivered = len(self.receiver.received()) - events
         self.log(f"upkeep check: {events} webhook events, {redelivered} redelivered")
+        with self.http() as client:
+            archived = wait_archived(client, self.problem)
         self.proc.stop()
         self.running = None
         self.receiver.__exit__()
+        restored = None if archived is None else restore(self.root, archived, self.problem)
+        if restored is not None:
+            self.label = "final check of a data dir restored from the archive"
+            self.proc = ServerProcess(restored, env_overrides=SERVER_ENV)
+            self.serve()
+            self.check(disk=True)
+            self.proc.stop()
+            self.running = None
 
     def report(self) -> str:
         tally = self.tally

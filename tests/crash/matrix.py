@@ -34,6 +34,7 @@ from typing import Any
 
 from fsseam.simfs import CRASH_MODES, CrashMode, Fault, SimFileSystem, SimulatedCrash
 from journal.model import Durability
+from tests.crash.archivekit import archive_kinds, check_archive
 from tests.crash.auditkit import audit_kinds, check_audit
 from tests.crash.batchkit import put_batch
 from tests.crash.checkkit import Verdict, check_recovered, check_state
@@ -325,6 +326,10 @@ KINDS: dict[str, Kind] = {
         ),
         *(
             Kind(name, setup, operation, overrides=tuple(overrides.items()))
+            for name, (setup, operation, overrides) in archive_kinds(base_setup, must).items()
+        ),
+        *(
+            Kind(name, setup, operation, overrides=tuple(overrides.items()))
             for name, (setup, operation, overrides) in audit_kinds(base_setup, must).items()
         ),
     )
@@ -419,6 +424,7 @@ async def _recover_all(
 
 async def _upkeep(machine: SimMachine, verdict: Verdict, firm: bool) -> None:
     await check_upkeep(machine, verdict, firm=firm)
+    await check_archive(machine, verdict)
     await check_audit(machine, verdict, firm=firm)
 
 

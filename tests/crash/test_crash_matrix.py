@@ -33,6 +33,7 @@ BALANCED_FAST = (
     "event_flush",
     "webhook_cursor",
     "scrub",
+    "archive_ship",
     "audit_append",
 )
 FAST = [(name, "strict") for name in KINDS] + [(name, "balanced") for name in BALANCED_FAST]
@@ -121,6 +122,8 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
     "gc": frozenset({"gc.batch"}),
     "staging_sweep": frozenset({"staging.sweep"}),
     "recovery": frozenset({"journal.replay.truncate", "engine.after_replay", "gc.batch"}),
+    "archive_ship": frozenset({"archive.payloads_shipped", "archive.records_shipped"}),
+    "archive_snapshot": frozenset({"archive.records_shipped", "journal.snapshot.after_rename"}),
     "audit_append": frozenset(
         {"audit.append.mid_write", "audit.append.after_write", "audit.segment.roll"}
     ),
