@@ -135,6 +135,13 @@ class Config:
     """One full scrub pass (re-read and verify every payload) per this many days."""
     scrub_rate_mbps: float = 50.0
     """Scrub pace in megabytes (10^6 bytes) per second."""
+    media_queue: str | None = None
+    """Run video packaging jobs on a fleet of media workers through this Redis
+    (``redis://host:port/db``; see docs/media.md, Running media workers); unset: in the
+    server's own worker processes."""
+    media_lease: float = 60.0
+    """Seconds a fleet worker holds a job without a heartbeat; a worker that dies or stalls
+    loses the job after this and it is sent again."""
 
     @property
     def journal_dir(self) -> str:
@@ -193,6 +200,11 @@ RULES: Mapping[str, Rule] = {
         allowed="comma-separated origins (scheme://host[:port]) or *",
         validator="service.http.cors:CorsPolicy.parse",
     ),
+    "media_queue": Rule(
+        allowed="a redis:// or rediss:// URL (host, port, database number)",
+        validator="service.media.fleet_queue:parse_queue_url",
+    ),
+    "media_lease": Rule(minimum=1, maximum=86400),
     "webhook_allowed_networks": Rule(
         allowed="comma-separated CIDR networks or addresses (10.0.0.0/8,::1), or *",
         validator="service.webhook_targets:TargetPolicy.parse",

@@ -23,7 +23,7 @@ from service.http.cors import CorsPolicy
 from service.http.open_streams import OpenStreams
 from service.lifecycle import LifecycleRunner
 from service.media.image_variants import ImageVariants
-from service.media.video_runner import VideoJobRunner
+from service.media.runners import make_job_runner
 from service.media.video_thumbnail import ThumbnailMaker
 from service.observability import Metrics, PerformanceRecorder, log_access
 from service.scrub import Scrubber
@@ -78,12 +78,9 @@ class AppContext:
             on_render=metrics.observe_image_render,
         )
         """Image variants and their cache (shared by the image handlers)."""
-        self.video_jobs = VideoJobRunner(
-            engine,
-            max_jobs=config.max_concurrent_video_jobs,
-            max_pixels=config.image_max_pixels,
-        )
-        """Runs video packaging jobs; started and stopped by ``service.server``."""
+        self.video_jobs = make_job_runner(config, engine, server_secret)
+        """Runs video packaging jobs, embedded or on a fleet (``service.media.runners``);
+        started and stopped by ``service.server``."""
         self.video_thumbnails = ThumbnailMaker(
             engine, max_pixels=config.image_max_pixels, concurrency=os.cpu_count() or 1
         )

@@ -41,6 +41,7 @@ from tornado.iostream import StreamClosedError
 
 from service.api_errors import ApiError
 from service.auth import Action, Principal
+from service.auth.policy import authorize_key
 from service.context import AppContext
 from service.http.authn import authenticate, is_presigned, presigned_principal
 from service.http.base import authorize_action
@@ -107,6 +108,7 @@ def resolve_object_read(
     else:
         principal = authenticate(state, ctx.engine.key_usage, ctx.server_secret, request)
     authorize_action(state, principal, Action.OBJECT_READ, bucket=bucket)
+    authorize_key(principal, Action.OBJECT_READ, bucket, key)
     version = resolve_version(ctx.engine, bucket, key, query_argument(request, QUERY_VERSION_ID))
     return ReadTarget(version, principal.credential_id)
 

@@ -15,6 +15,8 @@ socket, and streams the answer back as it comes (an event stream included).
 The writer trusts that listener's ``X-Real-Ip`` so throttles and the access log see the
 client's address; only the server's user can reach the socket.
 
+The media fleet's attempt routes and worker list are the fleet runner's, hence the writer's.
+
 While the writer is away the worker answers 503 with ``Retry-After`` in the contract's shape.
 
 Thread-safety: event-loop thread only.
@@ -59,6 +61,8 @@ WRITER_ROUTES = (
     rf"{API}/buckets/[^/]+/notifications",
     rf"{API}/videos/jobs",
     rf"{API}/videos/jobs/[^/]+",
+    rf"{API}/videos/jobs/[^/]+/(?:claim|heartbeat|complete|fail)",
+    rf"{API}/videos/workers",
 )
 """Paths a worker forwards to the writer (see the module docstring)."""
 HOP_BY_HOP = frozenset(
