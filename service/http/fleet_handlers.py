@@ -58,9 +58,14 @@ def _text(body: dict[str, Any], name: str, limit: int) -> str:
 class AttemptHandler(ApiHandler):
     """Base of the attempt routes: the fleet runner and the job token of the request."""
 
-    public = True  # the job token is checked here, against the path's job
     SUPPORTED_METHODS = ("POST",)
     use: Use = "lease"
+    job_claims: JobClaims
+
+    async def prepare(self) -> None:
+        """Authenticate by the job token alone (no user is behind it), against the path's
+        job."""
+        self.job_claims = self.claims(self.path_kwargs["job_id"])
 
     def runner(self) -> FleetJobRunner:
         runner = self.ctx.video_jobs
@@ -102,7 +107,7 @@ class ClaimHandler(AttemptHandler):
 
     async def post(self, job_id: str) -> None:
         runner = self.runner()
-        claims = self.claims(job_id)
+        claims = self.job_claims
         body = self.json_body()
         worker = _text(body, "worker", MAX_NAME_CHARS)
         host = _text(body, "host", MAX_NAME_CHARS)
@@ -128,7 +133,7 @@ class HeartbeatHandler(AttemptHandler):
 
     def post(self, job_id: str) -> None:
         runner = self.runner()
-        claims = self.claims(job_id)
+        claims = self.job_claims
         body = self.json_body()
         progress = body.get("progress")
         if progress is not None and (
@@ -145,7 +150,7 @@ class CompleteHandler(AttemptHandler):
 
     async def post(self, job_id: str) -> None:
         runner = self.runner()
-        claims = self.claims(job_id)
+        claims = self.job_claims
         job = await runner.complete(claims, self.json_body())
         self.send_json(200, job_json(job, runner.progress(job)))
 
@@ -155,7 +160,7 @@ class FailHandler(AttemptHandler):
 
     async def post(self, job_id: str) -> None:
         runner = self.runner()
-        claims = self.claims(job_id)
+        claims = self.job_claims
         error = _text(self.json_body(), "error", MAX_ERROR_CHARS)
         job = await runner.fail(claims, error)
         self.send_json(200, job_json(job, runner.progress(job)))

@@ -114,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     global _setup
     queue, concurrency, setup, level = parse_setup(argv)
     _setup = setup
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

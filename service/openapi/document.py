@@ -19,6 +19,7 @@ from service.openapi.operations import REQUEST_ID
 from service.openapi.paths_accounts import account_paths, health_paths, system_paths
 from service.openapi.paths_batch import batch_paths, batch_schemas
 from service.openapi.paths_console import console_paths
+from service.openapi.paths_fleet import JOB_TOKEN_SCHEME, fleet_paths, fleet_schemas
 from service.openapi.paths_media import image_paths, video_paths
 from service.openapi.paths_storage import (
     bucket_paths,
@@ -63,6 +64,7 @@ def security_schemes() -> dict[str, Any]:
             "scheme": "bearer",
             "description": "A token from `POST /api/v1/auth/login`.",
         },
+        "jobToken": JOB_TOKEN_SCHEME,
         "presignExpires": {
             "type": "apiKey",
             "in": "query",
@@ -98,6 +100,7 @@ def openapi_document() -> dict[str, Any]:
         system_paths(),
         multipart_paths(),
         video_paths(),
+        fleet_paths(),
         upkeep_paths(),
         console_paths(),
     ):
@@ -133,6 +136,7 @@ def openapi_document() -> dict[str, Any]:
                 **request_schemas(),
                 **upkeep_schemas(),
                 **batch_schemas(),
+                **fleet_schemas(),
             },
             "responses": error_responses(REQUEST_ID),
             "parameters": parameter_components(),
