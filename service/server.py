@@ -42,6 +42,7 @@ from service.engine import Engine, install_crash_hook
 from service.first_run import bootstrap_credentials, bootstrap_if_empty
 from service.http.base import new_request_id, valid_request_id
 from service.http.protocol import ServiceHTTPServer, header_deadline
+from service.media.fleet_metrics import FleetCollector
 from service.media.video_shares import reap_expired_shares
 from service.meta import events
 from service.multipart import reap_expired_uploads
@@ -247,6 +248,7 @@ async def start_background_work(engine: Engine, ctx: AppContext, metrics: Metric
     engine.add_background_job(SHARE_REAP_SECONDS, lambda: reap_expired_shares(engine))
     engine.add_background_job(config.lifecycle_interval, ctx.lifecycle.run_pass)
     metrics.add_collector(UpkeepCollector(ctx.lifecycle, ctx.webhooks, engine.events, ctx.scrub))
+    metrics.add_collector(FleetCollector(ctx.video_jobs))
     await ctx.webhooks.start()
     await ctx.scrub.start()
     engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,10 @@ from service.media.video_outputs import content_type_for, store_order
 log = logging.getLogger("service.media.worker")
 
 PACKAGER = "service.media.video_worker"
+TEST_HOLD_ENV = "SERVICE_MEDIA_TEST_HOLD"
+"""Test-only: a directory; after its first upload an attempt writes ``<job_id>.held`` there
+and waits (heartbeats going on) for ``<job_id>.go``, so tests can kill, stop or outlive a
+worker mid-job at a known point."""
 CLAIM_PATIENCE = 600.0
 """Seconds a task waits for the server before going back to the queue."""
 PACKAGING_SHARE = 0.9
@@ -139,11 +144,25 @@ def _run(run: _Attempt, grant: dict[str, Any], scratch: str) -> str:
                 content_type_for(name),
             )
             run.progress = PACKAGING_SHARE + (1 - PACKAGING_SHARE) * done / len(names) * 0.99
+            if done == 1:
+                _test_hold(run)
         finished = client.attempt("complete", {"outputs": outputs})
     except AttemptRefused as exc:
         return _fail(run, f"storing the outputs was refused: {exc}")
     log.info("job %s completed (attempt %d)", finished["job_id"], finished["attempts"])
     return "completed"
+
+
+def _test_hold(run: _Attempt) -> None:
+    """Wait where ``TEST_HOLD_ENV`` says (test-only; a no-op unless it is set)."""
+    where = os.environ.get(TEST_HOLD_ENV)
+    if not where:
+        return
+    job_id = run.client.job_id
+    with open(os.path.join(where, f"{job_id}.held"), "w"):
+        pass
+    while not os.path.exists(os.path.join(where, f"{job_id}.go")):
+        time.sleep(0.05)
 
 
 def _fail(run: _Attempt, error: str) -> str:
