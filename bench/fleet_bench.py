@@ -1,0 +1,231 @@
+"""Media fleet benchmark: the same 4 videos packaged by the server alone, by 1 worker, by 2.
+
+Three setups, each a fresh server (one serving process) with the same 4 source videos:
+``embedded`` (no queue: packaging in the server's own worker processes, its default of one
+job at a time), ``fleet x1`` and ``fleet x2`` (``SERVICE_MEDIA_QUEUE`` on a real
+``redis-server``, with 1 or 2 ``python -m service.media.worker`` processes of concurrency 1).
+The setups run interleaved (A B C A B C) ``profile.repeats`` times; figures are medians.
+
+Measured, per setup: the wall time from submitting the 4 jobs to the last completed; the
+CPU seconds of the server's process tree (``utime + stime`` of the server and of its reaped
+children: the embedded packagers) and of the workers' trees (pool processes and packagers),
+read from ``/proc``, which load on the machine does not inflate the way it does wall time.
+From them:
+
+- CPU a job costs on the fleet path (worker + the server's share: serving the source,
+  storing the outputs, the attempt calls) against in the server: target <= 1.15x;
+- the server's CPU per packaged minute of video with a fleet (what the node keeps doing);
+- one worker's rate in video minutes packaged per minute (docs/media.md sizes a fleet
+  from it). With 2 cores, 2 workers cannot show scaling beyond the machine.
+
+Thread-safety: a script.
+"""
+
+from __future__ import annotations
+
+import fractions
+import os
+import random
+import statistics
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import FULL, Profile, Row, scratch_dir
+from bench.server_rig import process_tree
+from tests.fleet.fleetkit import RedisServer, Worker
+from tests.serverproc import ServerProcess
+
+VIDEOS = 4
+BUCKET = "fleet"
+TARGET_RATIO = 1.15
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class VideoSize:
+    width: int
+    height: int
+    seconds: int
+    fps: int = 25
+
+
+SIZES = {
+    "smoke": VideoSize(64, 48, 2, 10),
+    "quick": VideoSize(320, 180, 8),
+    "full": VideoSize(640, 360, 30),
+}
+
+
+def make_video(path: Path, size: VideoSize, seed: int) -> bytes:
+    """An H.264 MP4 whose picture (noise, panning) moves every frame, so encoding costs
+    what busy real video does, different per ``seed``."""
+    import av
+
+    width, height = size.width, size.height
+    base = random.Random(seed).randbytes(width * 2 * height * 2)
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=fractions.Fraction(size.fps))
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        for index in range(size.seconds * size.fps):
+            dx, dy = index % width, (index * 2) % height
+            frame = av.VideoFrame(width, height, "yuv420p")
+            rows = (base[(y + dy) * width * 2 + dx :][:width] for y in range(height))
+            luma = frame.planes[0]
+            stride = luma.line_size
+            luma.update(b"".join(row.ljust(stride, b"\0") for row in rows))
+            for plane in frame.planes[1:]:
+                plane.update(bytes([128]) * plane.buffer_size)
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return path.read_bytes()
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of ``pid`` and its live descendants, their reaped children included."""
+    total = 0
+    for each in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+    return total / CLK_TCK
+
+
+@dataclass
+class Run:
+    wall: float
+    server_cpu: float
+    worker_cpu: float
+
+
+def package_all(server: ServerProcess, workers: list[Worker]) -> Run:
+    """Submit the 4 jobs, wait for them; wall time and CPU of server and workers."""
+    pids = [w.process.pid for w in workers if w.process is not None]
+    assert server.process is not None
+    server_before = tree_cpu_seconds(server.process.pid)
+    workers_before = sum(tree_cpu_seconds(pid) for pid in pids)
+    started = time.monotonic()
+    with server.client() as api:
+        ids = []
+        for index in range(VIDEOS):
+            body = {"bucket": BUCKET, "key": f"v{index}.mp4", "formats": ["hls", "dash"]}
+            created = api.post("/videos/jobs", json=body)
+            created.raise_for_status()
+            ids.append(created.json()["job_id"])
+        waiting = set(ids)
+        while waiting:
+            for job_id in list(waiting):
+                job = api.get(f"/videos/jobs/{job_id}").json()
+                if job["status"] == "failed":
+                    raise RuntimeError(f"job failed: {job['error']}")
+                if job["status"] == "completed":
+                    waiting.discard(job_id)
+            time.sleep(0.05)
+        wall = time.monotonic() - started
+        for job_id in ids:  # the next run stores its outputs afresh
+            api.delete(f"/videos/jobs/{job_id}").raise_for_status()
+    return Run(
+        wall,
+        tree_cpu_seconds(server.process.pid) - server_before,
+        sum(tree_cpu_seconds(pid) for pid in pids) - workers_before,
+    )
+
+
+def run(profile: Profile = FULL) -> list[Row]:
+    size = SIZES.get(profile.name, SIZES["full"])
+    with scratch_dir("fleet-") as tmp, ExitStack() as stack:
+        root = Path(tmp)
+        videos = [make_video(root / f"v{i}.mp4", size, i) for i in range(VIDEOS)]
+        redis = RedisServer(root / "redis")
+        redis.start()
+        stack.callback(redis.kill)
+        setups: dict[str, tuple[ServerProcess, list[Worker]]] = {}
+        for name, count in (("embedded", 0), ("fleet x1", 1), ("fleet x2", 2)):
+            env = {"SERVICE_WORKERS": "1"}
+            if count:
+                env["SERVICE_MEDIA_QUEUE"] = redis.url.replace("/0", f"/{count}")
+            server = ServerProcess(root / name.replace(" ", "-") / "data", env_overrides=env)
+            server.start()
+            stack.callback(server.kill)
+            with server.client() as api:
+                api.post("/buckets", json={"name": BUCKET}).raise_for_status()
+                for index, data in enumerate(videos):
+                    api.put(f"/buckets/{BUCKET}/objects/v{index}.mp4", content=data)
+            fleet = []
+            for number in range(count):
+                queue = redis.url.replace("/0", f"/{count}")
+                worker = Worker(f"bench-{count}-{number}", queue, server.url, root)
+                worker.start()
+                stack.callback(worker.kill)
+                fleet.append(worker)
+            setups[name] = (server, fleet)
+        package_all(*setups["fleet x2"])  # warm-up: imports, Celery's first connection
+        runs: dict[str, list[Run]] = {name: [] for name in setups}
+        for _ in range(max(1, profile.repeats)):
+            for name, (server, fleet) in setups.items():
+                runs[name].append(package_all(server, fleet))
+    return rows(runs, size)
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def rows(runs: dict[str, list[Run]], size: VideoSize) -> list[Row]:
+    minutes = VIDEOS * size.seconds / 60
+    load = os.getloadavg()[0]
+    embedded = _median([(r.server_cpu + r.worker_cpu) / VIDEOS for r in runs["embedded"]])
+    result: list[Row] = []
+    for name, measured in runs.items():
+        result.append(
+            {
+                "measurement": f"4 videos ({size.width}x{size.height}, {size.seconds} s), {name}",
+                "value": _median([r.wall for r in measured]),
+                "unit": "s wall",
+                "runs": [round(r.wall, 2) for r in measured],
+                "notes": f"load {load:.1f}",
+            }
+        )
+    fleet: dict[str, Any] = {}
+    for name in ("fleet x1", "fleet x2"):
+        fleet[name] = _median([(r.server_cpu + r.worker_cpu) / VIDEOS for r in runs[name]])
+    per_job = fleet["fleet x1"]
+    ratio = per_job / embedded if embedded else float("nan")
+    result.append(
+        {
+            "measurement": "CPU per job, fleet (worker + server) vs in-server",
+            "value": per_job,
+            "unit": "CPU s",
+            "anchor": "in-server",
+            "anchor_value": embedded,
+            "ratio": ratio,
+            "target": f"<= {TARGET_RATIO}x",
+            "met": "yes" if ratio <= TARGET_RATIO else "NO",
+        }
+    )
+    server_share = _median([r.server_cpu for r in runs["fleet x1"]]) / minutes
+    result.append(
+        {
+            "measurement": "server CPU per packaged minute of video, with a fleet",
+            "value": server_share,
+            "unit": "CPU s/min",
+            "anchor": "in-server",
+            "anchor_value": embedded * VIDEOS / minutes,
+        }
+    )
+    one = _median([r.wall for r in runs["fleet x1"]])
+    result.append(
+        {
+            "measurement": "one worker's rate (concurrency 1)",
+            "value": minutes / (one / 60),
+            "unit": "video min/min",
+            "notes": f"{size.width}x{size.height}, HLS+DASH, default rendition; load {load:.1f}",
+        }
+    )
+    return result
