@@ -10,7 +10,10 @@ credential at all. Workers are held mid-job at a known point (after their first 
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
+from service.client import ServiceClient
 from tests.fleet.fleetkit import (
     RedisServer,
     Worker,
@@ -30,7 +34,7 @@ from tests.fleet.fleetkit import (
     wait_job,
 )
 from tests.http.videokit import play_hls, share
-from tests.serverproc import ServerProcess
+from tests.serverproc import REPO_ROOT, ServerProcess
 
 MASTERS = ("hls/master.m3u8", "dash/manifest.mpd")
 
@@ -90,6 +94,22 @@ def test_a_job_waits_for_a_worker_and_completes_when_one_starts(
         assert [(w["id"], w["completed"], w["failed"], w["running"]) for w in listed] == [
             ("late-worker", 1, 0, 0)
         ]
+        metrics = api.get("/metrics").text
+        assert 'service_media_worker_jobs_total{outcome="completed",worker="late-worker"} 1.0' in (
+            metrics
+        )
+    # The Python client and svc show the attempt and the worker.
+    with ServiceClient(server.connection_string) as client:
+        seen = client.videos.get_job(job["job_id"])
+        assert (seen.attempts, seen.worker) == (1, "late-worker")
+    ran = subprocess.run(
+        [sys.executable, "-m", "service.cli", "video", "status", "env", job["job_id"]],
+        env={**os.environ, "SVC_URL": server.connection_string, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "\tattempt 1 on late-worker\t" in ran.stdout, ran
 
 
 @pytest.mark.parametrize("processes", ["1", "2"])
