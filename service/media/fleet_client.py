@@ -12,7 +12,8 @@ server waits for this worker.
 Never logs a token.
 
 Thread-safety: the token is swapped under a lock (the heartbeat thread renews it while the
-attempt's thread uploads); one ``httpx.Client`` per thread.
+attempt's thread uploads); the one ``httpx.Client`` of the process is shared by both
+(its connection pool is thread-safe).
 """
 
 from __future__ import annotations
@@ -32,6 +33,21 @@ FIRST_PAUSE = 0.2
 LONGEST_PAUSE = 5.0
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 CHUNK_BYTES = 1024 * 1024
+
+
+_shared: httpx.Client | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_client() -> httpx.Client:
+    """One client per worker process, for every attempt and the heartbeat thread: its
+    connections are kept alive across calls, and its TLS context (loading the CA bundle
+    costs tens of milliseconds of CPU) is made once, not per attempt."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = httpx.Client(timeout=TIMEOUT)
+        return _shared
 
 
 class AttemptLost(Exception):
@@ -59,7 +75,6 @@ class AttemptClient:
         self.patience = patience
         self._token = claim_token
         self._lock = threading.Lock()
-        self._local = threading.local()
 
     @property
     def token(self) -> str:
@@ -72,16 +87,10 @@ class AttemptClient:
             self._token = value
 
     def _client(self) -> httpx.Client:
-        client: httpx.Client | None = getattr(self._local, "client", None)
-        if client is None:
-            client = httpx.Client(timeout=TIMEOUT)
-            self._local.client = client
-        return client
+        return shared_client()
 
     def close(self) -> None:
-        client = getattr(self._local, "client", None)
-        if client is not None:
-            client.close()
+        """Nothing to release: the connection pool is the process's (``shared_client``)."""
 
     # -- one call, retried -------------------------------------------------------------
 
