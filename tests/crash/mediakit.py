@@ -1,0 +1,147 @@
+"""The crash matrix's media fleet kind: a job's attempt records under every fault.
+
+Setup (no faults): a packaging job, its attempt 1 running on a worker, and that attempt's
+output uploaded as an open multipart session. The operation is what the fleet runner does
+when the lease lapses and another worker wins: ``VideoAttemptEnded`` 1, ``Started`` 2,
+``Accepted`` 2 (naming the session), the session completed (the publish), ``Finished`` 2.
+It stops at the first commit that fails, as the runner does.
+
+After every recovery the job must be in one of the states the live engine went through
+(replay gives back exactly a state that was, never a mix), no earlier than the last one a
+commit acknowledged when the image keeps what was acknowledged; a ``completed`` job's
+output object exists, and a publishing one's output is still an open session or already the
+object (the next start finishes the publish).
+
+Thread-safety: none; one event loop per scenario.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from service.meta import events
+from tests.crash.checkkit import Verdict
+from tests.crash.enginekit import OWNER, Result, SimMachine, answer, part_of
+
+Step = Callable[[SimMachine, dict[str, Any]], Awaitable[None]]
+
+JOB = "vj_crash0000000000000"
+PREFIX = f"videos/{JOB}/"
+MASTER = "hls/master.m3u8"
+PARAMS = {
+    "formats": ["hls"],
+    "renditions": None,
+    "segment_seconds": 4.0,
+    "hls_segment_type": "mpegts",
+}
+AT = 1_700_000_000_000
+
+
+def job_state(machine: SimMachine) -> tuple[str, int, bool, bool] | None:
+    job = machine.running.state.media.job(JOB)
+    if job is None:
+        return None
+    return (job.status, job.attempts, job.active, job.publishing is not None)
+
+
+FLOW: list[tuple[str, int, bool, bool] | None] = [
+    None,
+    ("queued", 0, False, False),
+    ("processing", 1, True, False),
+    ("queued", 1, False, False),
+    ("processing", 2, True, False),
+    ("processing", 2, False, True),
+    ("completed", 2, False, False),
+]
+"""The job's states, in order, as the setup and the operation's commits make them."""
+
+
+async def _commit(machine: SimMachine, event: dict[str, Any]) -> bool:
+    """Commit as the runner does; note how far the acknowledged commits took the job."""
+    result: Result = await answer(machine.running.commit(event))
+    accepted = result.ok and result.value.ok
+    if accepted:
+        reached = FLOW.index(job_state(machine))
+        upkeep = machine.log.upkeep
+        upkeep["fleet_acked"] = max(upkeep.get("fleet_acked", 0), reached)
+    await machine.settle()
+    return accepted
+
+
+def media_kinds(base_setup: Step, must: Callable[[Any], Awaitable[Any]]) -> dict[str, Any]:
+    """``(setup, operation, config overrides)`` of the media fleet kind, by name."""
+
+    async def fleet_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+        await base_setup(machine, context)
+        created = events.video_job_created(
+            job_id=JOB,
+            bucket="plain",
+            key="a",
+            created_by=OWNER,
+            params=PARAMS,
+            output_prefix=PREFIX,
+            at=AT,
+        )
+        assert await _commit(machine, created)
+        started = events.video_attempt_started(
+            job_id=JOB, attempt=1, worker="w1", host="h1", at=AT + 1
+        )
+        assert await _commit(machine, started)
+        upload = await must(machine.start_upload("plain", PREFIX + MASTER))
+        upload_id = upload.value.upload_id
+        part = part_of(await must(machine.put_part(upload_id, 1, b"#EXTM3U\n")))
+        context["fleet"] = (upload_id, [(1, part.sha256)])
+
+    async def fleet_attempts(machine: SimMachine, context: dict[str, Any]) -> None:
+        upload_id, parts = context["fleet"]
+        steps = [
+            events.video_attempt_ended(job_id=JOB, attempt=1, reason="lease_expired", at=AT + 2),
+            events.video_attempt_started(job_id=JOB, attempt=2, worker="w2", host="h2", at=AT + 3),
+            events.video_attempt_accepted(
+                job_id=JOB, attempt=2, uploads={MASTER: upload_id}, at=AT + 4
+            ),
+        ]
+        for event in steps:
+            if not await _commit(machine, event):
+                return
+        if not (await machine.complete_upload(upload_id, parts)).ok:
+            return
+        await _commit(
+            machine,
+            events.video_attempt_finished(
+                job_id=JOB,
+                attempt=2,
+                status="completed",
+                outputs={"hls": PREFIX + MASTER},
+                error=None,
+                at=AT + 5,
+            ),
+        )
+
+    return {"fleet_attempts": (fleet_setup, fleet_attempts, {})}
+
+
+def check_media(machine: SimMachine, verdict: Verdict, *, firm: bool) -> None:
+    """The recovered job against the states the live engine went through (docstring): at
+    most one commit past the last acknowledged one (its answer may be what was lost), and,
+    when the image keeps what was acknowledged, no earlier than that."""
+    acked = machine.log.upkeep.get("fleet_acked")
+    if acked is None:
+        return
+    found = job_state(machine)
+    verdict.check(found in FLOW[: acked + 2], f"fleet job: recovered as {found}, past {acked}")
+    if firm and found in FLOW:
+        verdict.check(FLOW.index(found) >= acked, f"fleet job: {found} is behind {FLOW[acked]}")
+    engine = machine.running
+    stored = engine.state.head_object("plain", PREFIX + MASTER)
+    if found is not None and found[0] == "completed":
+        verdict.check(stored is not None, "fleet job: completed without its output")
+    if found is not None and found[3]:
+        job = engine.state.media.job(JOB)
+        assert job is not None and job.publishing is not None
+        session = engine.state.get_upload(job.publishing[MASTER])
+        verdict.check(
+            session is not None or stored is not None,
+            "fleet job: publishing, but its output is neither a session nor an object",
+        )
