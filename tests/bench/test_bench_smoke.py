@@ -205,3 +205,16 @@ def test_upkeep_section_reports_delivery_scrub_pace_and_gets_during_a_scrub() ->
         assert_measured(row)
     delivered = str(rows[0]["notes"]).split(" of ", 1)[0]
     assert int(delivered) > 0, rows[0]["notes"]
+
+
+def test_fleet_section_packages_the_same_videos_three_ways_and_sets_cpu_beside_in_server() -> None:
+    from bench import SMOKE
+    from bench.fleet_bench import run
+
+    rows = run(SMOKE)
+    names = [row["measurement"] for row in rows]
+    assert [name.rsplit(", ", 1)[1] for name in names[:3]] == ["embedded", "fleet x1", "fleet x2"]
+    assert all(row["value"] > 0 for row in rows)
+    cpu = rows[3]
+    assert cpu["anchor"] == "in-server" and cpu["anchor_value"] > 0 and cpu["ratio"] > 0
+    assert "server CPU per packaged minute" in names[4] and "rate" in names[5]
