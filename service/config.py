@@ -207,7 +207,7 @@ RULES: Mapping[str, Rule] = {
     "media_lease": Rule(minimum=1, maximum=86400),
     "webhook_allowed_networks": Rule(
         allowed="comma-separated CIDR networks or addresses (10.0.0.0/8,::1), or *",
-        validator="service.webhook_targets:TargetPolicy.parse",
+        validator="service.events.targets:TargetPolicy.parse",
     ),
 }
 """Allowed values by field; a field not named here takes any value of its type >= 0."""

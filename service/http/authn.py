@@ -36,10 +36,10 @@ from service.auth import (
     verify_token,
 )
 from service.auth.job_tokens import is_job_token
+from service.common.timefmt import now_ms
+from service.engine.key_usage import KeyUsage
 from service.http.job_credentials import job_principal
-from service.key_usage import KeyUsage
 from service.meta import MetaState, User
-from service.timefmt import now_ms
 
 PRESIGN_PARAMS = ("X-Expires", "X-Credential", "X-Signature")
 BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="service"'}

@@ -18,7 +18,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from service.api_errors import ApiError
 from service.auth import (
     Action,
     SignatureExpiredError,
@@ -28,10 +27,11 @@ from service.auth import (
     parse_bearer_authorization,
 )
 from service.auth.job_tokens import JobClaims, Use, verify_job_token
+from service.common.api_errors import ApiError
+from service.common.timefmt import rfc3339_ms
 from service.http.base import ApiHandler
 from service.http.videos import job_json
 from service.media.fleet_runner import FleetJobRunner, Grant
-from service.timefmt import rfc3339_ms
 
 MAX_NAME_CHARS = 200
 MAX_ERROR_CHARS = 2000

@@ -39,10 +39,10 @@ from tornado.http1connection import (
     HTTP1ServerConnection,
 )
 
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
+from service.common.timefmt import http_date, now_ms
+from service.common.wire import HEADER_REQUEST_ID
 from service.http.request_contract import render_error
-from service.timefmt import http_date, now_ms
-from service.wire import HEADER_REQUEST_ID
 
 log = logging.getLogger("service.http")
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from service.api_errors import ApiError
-from service.engine import Engine
+from service.common.api_errors import ApiError
+from service.common.timefmt import now_ms
+from service.engine.core import Engine
 from service.media.video_jobs import remove_outputs
 from service.media.video_outputs import MASTERS, store_order
 from service.meta import VideoJob, events
-from service.multipart import abort_upload, complete_upload
-from service.timefmt import now_ms
+from service.multipart.operations import abort_upload, complete_upload
 
 log = logging.getLogger("service.media")
 

@@ -38,17 +38,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from service.api_errors import ApiError
 from service.auth.job_tokens import JobClaims, issue_job_token
-from service.engine import Engine
+from service.common.api_errors import ApiError
+from service.common.timefmt import now_ms
+from service.engine.core import Engine
 from service.media.fleet_book import Lease, Leases, WorkerBook
 from service.media.fleet_publish import abort_sessions, publish
 from service.media.fleet_queue import FleetQueue
 from service.media.video_outputs import MASTERS, is_output_name
 from service.meta import VideoJob, events
 from service.meta.video_state import FINISHED
-from service.multipart import check_manifest, parse_manifest
-from service.timefmt import now_ms
+from service.multipart.operations import check_manifest, parse_manifest
 
 log = logging.getLogger("service.media")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from service.config import Config
-from service.engine import Engine
+from service.engine.core import Engine
 from service.media.fleet_runner import FleetJobRunner
 from service.media.video_jobs import JobRunner
 from service.media.video_runner import VideoJobRunner
