@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,6 +180,42 @@ class Worker:
     def log(self) -> str:
         path = self.logdir / f"worker-{self.name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+
+class LeaseKeeper:
+    """Renews an attempt's lease (a heartbeat every ``BEAT_SECONDS``) while a test acts as
+    its worker, as a worker's heartbeat thread does: with the tests' short lease, steps a
+    loaded machine spreads over seconds would otherwise outlive it. ``token`` is the
+    latest lease token (each heartbeat answers a new one; the old one expires with the
+    lease it was issued for)."""
+
+    BEAT_SECONDS = 0.3
+
+    def __init__(self, server_api: str, job_id: str, token: str) -> None:
+        self._url = f"{server_api}/videos/jobs/{job_id}/heartbeat"
+        self.token = token
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        with httpx.Client(timeout=30) as client:
+            while not self._stop.wait(self.BEAT_SECONDS):
+                headers = {"Authorization": f"Bearer {self.token}"}
+                try:
+                    answer = client.post(self._url, json={}, headers=headers)
+                except httpx.TransportError:
+                    continue  # tried again at the next beat, as a worker does
+                if answer.status_code != 200:
+                    return  # the attempt is over (completed, failed, lost)
+                self.token = answer.json()["token"]
 
 
 def wait_job(

@@ -17,7 +17,14 @@ from typing import Any
 
 import httpx
 
-from tests.fleet.fleetkit import RedisServer, open_sessions, take_task, versions, wait_job
+from tests.fleet.fleetkit import (
+    LeaseKeeper,
+    RedisServer,
+    open_sessions,
+    take_task,
+    versions,
+    wait_job,
+)
 from tests.fleet.test_fleet_workers import new_bucket, new_job
 from tests.http.videokit import run_job
 from tests.serverproc import REPO_ROOT, ServerProcess
@@ -59,7 +66,7 @@ def upload(server: ServerProcess, token: str, bucket: str, key: str, data: bytes
 def test_a_job_token_reaches_only_its_source_and_output_prefix(
     fleet_server: Callable[..., ServerProcess], redis: RedisServer, clip: bytes
 ) -> None:
-    server = fleet_server()
+    server = fleet_server(SERVICE_MEDIA_LEASE="600")  # the token's reach, not its lease
     with server.client() as api:
         new_bucket(api, "scoped", clip)
         new_bucket(api, "other", clip)
@@ -123,15 +130,16 @@ def test_a_lapsed_attempts_late_completion_is_refused_and_its_uploads_removed(
         new_bucket(api, "late", clip, versioned=True)
         job = new_job(api, "late")
         job_id, _, first_claim = take_task(redis)
-        first = claim(server, job_id, first_claim, "stalled").json()
         prefix = job["output_prefix"]
-        outputs = {
-            "hls/master.m3u8": upload(
-                server, first["token"], "late", prefix + "hls/master.m3u8", b"#EXTM3U\n"
-            )
-        }
+        granted = claim(server, job_id, first_claim, "stalled").json()["token"]
+        with LeaseKeeper(server.api, job_id, granted) as first:
+            outputs = {
+                "hls/master.m3u8": upload(
+                    server, first.token, "late", prefix + "hls/master.m3u8", b"#EXTM3U\n"
+                )
+            }
         assert len(open_sessions(api, "late")) == 1
-        # No heartbeat: the lease lapses, the attempt ends, the job is sent again.
+        # No more heartbeats: the lease lapses, the attempt ends, the job is sent again.
         again, attempt, second_claim = take_task(redis, timeout=30)
         assert (again, attempt) == (job_id, 2)
         lapsed = api.get(f"/videos/jobs/{job_id}").json()
@@ -141,29 +149,32 @@ def test_a_lapsed_attempts_late_completion_is_refused_and_its_uploads_removed(
         assert claim(server, job_id, first_claim).status_code == 409
         second = claim(server, job_id, second_claim, "fresh")
         assert second.status_code == 200
-        assert claim(server, job_id, second_claim).status_code == 409
-        late = httpx.post(
-            f"{server.api}/videos/jobs/{job_id}/complete",
-            json={"outputs": outputs},
-            headers=bearer(first["token"]),
-        )
-        assert late.status_code == 409 and late.json()["error"]["code"] == "InvalidState"
-        beat = httpx.post(
-            f"{server.api}/videos/jobs/{job_id}/heartbeat", json={}, headers=bearer(first["token"])
-        )
-        assert beat.status_code == 409
-        token = second.json()["token"]
-        assert init(server, first["token"], "late", prefix + "hls/master.m3u8").status_code == 403
-        good = {
-            "hls/master.m3u8": upload(
-                server, token, "late", prefix + "hls/master.m3u8", b"#EXTM3U\n#good\n"
+        with LeaseKeeper(server.api, job_id, second.json()["token"]) as lease:
+            assert claim(server, job_id, second_claim).status_code == 409
+            late = httpx.post(
+                f"{server.api}/videos/jobs/{job_id}/complete",
+                json={"outputs": outputs},
+                headers=bearer(first.token),
             )
-        }
-        done = httpx.post(
-            f"{server.api}/videos/jobs/{job_id}/complete",
-            json={"outputs": good},
-            headers=bearer(token),
-        )
+            assert late.status_code == 409 and late.json()["error"]["code"] == "InvalidState"
+            beat = httpx.post(
+                f"{server.api}/videos/jobs/{job_id}/heartbeat",
+                json={},
+                headers=bearer(first.token),
+            )
+            assert beat.status_code == 409
+            lost_init = init(server, first.token, "late", prefix + "hls/master.m3u8")
+            assert lost_init.status_code == 403
+            good = {
+                "hls/master.m3u8": upload(
+                    server, lease.token, "late", prefix + "hls/master.m3u8", b"#EXTM3U\n#good\n"
+                )
+            }
+            done = httpx.post(
+                f"{server.api}/videos/jobs/{job_id}/complete",
+                json={"outputs": good},
+                headers=bearer(lease.token),
+            )
         assert done.status_code == 200, done.text
         assert done.json()["status"] == "completed" and done.json()["attempts"] == 2
         assert done.json()["worker"] == "fresh"
@@ -171,7 +182,7 @@ def test_a_lapsed_attempts_late_completion_is_refused_and_its_uploads_removed(
         retried = httpx.post(
             f"{server.api}/videos/jobs/{job_id}/complete",
             json={"outputs": good},
-            headers=bearer(token),
+            headers=bearer(lease.token),
         )
         assert retried.status_code == 200 and retried.json()["attempts"] == 2
         found = versions(api, "late", prefix)
@@ -184,7 +195,7 @@ def test_a_lapsed_attempts_late_completion_is_refused_and_its_uploads_removed(
 def test_a_worker_reports_a_job_that_cannot_be_packaged_and_it_fails_once(
     fleet_server: Callable[..., ServerProcess], redis: RedisServer, clip: bytes
 ) -> None:
-    server = fleet_server()
+    server = fleet_server(SERVICE_MEDIA_LEASE="600")  # the verdict, not the lease
     with server.client() as api:
         new_bucket(api, "fails", clip)
         job = new_job(api, "fails")
