@@ -23,18 +23,24 @@ Thread-safety: a script.
 
 from __future__ import annotations
 
+import contextlib
 import fractions
+import json
 import os
 import random
 import statistics
+import threading
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from bench import FULL, Profile, Row, scratch_dir
 from bench.server_rig import process_tree
+from service.media.video_outputs import MASTERS
 from tests.fleet.fleetkit import RedisServer, Worker
 from tests.serverproc import ServerProcess
 
@@ -42,6 +48,10 @@ VIDEOS = 4
 BUCKET = "fleet"
 TARGET_RATIO = 1.15
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+JOB_TIMEOUT = 3600.0
+"""Seconds the 4 jobs of one run may take (a loaded machine is slow, never this slow)."""
+CHECK_SECONDS = 5.0
+"""How often the bench looks for a failed job while it waits (one request per job)."""
 
 
 @dataclass(frozen=True)
@@ -104,37 +114,86 @@ class Run:
     worker_cpu: float
 
 
+class CreatedKeys:
+    """The keys created in the bench's bucket, read off its event stream on a thread: the
+    bench waits for the jobs' master playlists there instead of polling the jobs, since
+    polling costs the server CPU in proportion to the wall time (80 requests a second at
+    50 ms for 4 jobs), which is neither path's cost and would blur the comparison."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        self.keys: set[str] = set()
+        self._changed = threading.Condition()
+        self._client = server.client(timeout=httpx.Timeout(10.0, read=None))
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise RuntimeError("the event stream did not open")
+
+    def _read(self) -> None:
+        with (
+            contextlib.suppress(httpx.HTTPError),
+            self._client.stream("GET", f"/buckets/{BUCKET}/events") as response,
+        ):
+            response.raise_for_status()
+            self._ready.set()
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    with self._changed:
+                        self.keys.add(json.loads(line[6:])["key"])
+                        self._changed.notify_all()
+
+    def wait(self, keys: set[str], timeout: float) -> bool:
+        """Whether every one of ``keys`` was created within ``timeout`` seconds."""
+        with self._changed:
+            return self._changed.wait_for(lambda: keys <= self.keys, timeout)
+
+    def close(self) -> None:
+        self._client.close()
+        self._thread.join(5)
+
+
+def _raise_if_failed(api: httpx.Client, jobs: list[dict[str, Any]]) -> None:
+    for job in jobs:
+        state = api.get(f"/videos/jobs/{job['job_id']}").json()
+        if state["status"] == "failed":
+            raise RuntimeError(f"job failed: {state['error']}")
+
+
 def package_all(server: ServerProcess, workers: list[Worker]) -> Run:
     """Submit the 4 jobs, wait for them; wall time and CPU of server and workers."""
     pids = [w.process.pid for w in workers if w.process is not None]
     assert server.process is not None
+    created = CreatedKeys(server)
     server_before = tree_cpu_seconds(server.process.pid)
     workers_before = sum(tree_cpu_seconds(pid) for pid in pids)
     started = time.monotonic()
     with server.client() as api:
-        ids = []
+        jobs = []
         for index in range(VIDEOS):
             body = {"bucket": BUCKET, "key": f"v{index}.mp4", "formats": ["hls", "dash"]}
-            created = api.post("/videos/jobs", json=body)
-            created.raise_for_status()
-            ids.append(created.json()["job_id"])
-        waiting = set(ids)
-        while waiting:
-            for job_id in list(waiting):
-                job = api.get(f"/videos/jobs/{job_id}").json()
-                if job["status"] == "failed":
-                    raise RuntimeError(f"job failed: {job['error']}")
-                if job["status"] == "completed":
-                    waiting.discard(job_id)
-            time.sleep(0.05)
-        wall = time.monotonic() - started
-        for job_id in ids:  # the next run stores its outputs afresh
-            api.delete(f"/videos/jobs/{job_id}").raise_for_status()
-    return Run(
-        wall,
-        tree_cpu_seconds(server.process.pid) - server_before,
-        sum(tree_cpu_seconds(pid) for pid in pids) - workers_before,
-    )
+            answer = api.post("/videos/jobs", json=body)
+            answer.raise_for_status()
+            jobs.append(answer.json())
+        masters = {job["output_prefix"] + name for job in jobs for name in MASTERS.values()}
+        deadline = time.monotonic() + JOB_TIMEOUT
+        while not created.wait(masters, CHECK_SECONDS):  # a failed job makes no master
+            _raise_if_failed(api, jobs)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the jobs took over {JOB_TIMEOUT} s")
+        for job in jobs:  # completed is journaled right after the masters are stored
+            while api.get(f"/videos/jobs/{job['job_id']}").json()["status"] == "processing":
+                time.sleep(0.05)
+        _raise_if_failed(api, jobs)
+        run = Run(
+            time.monotonic() - started,
+            tree_cpu_seconds(server.process.pid) - server_before,
+            sum(tree_cpu_seconds(pid) for pid in pids) - workers_before,
+        )
+        created.close()
+        for job in jobs:  # the next run stores its outputs afresh
+            api.delete(f"/videos/jobs/{job['job_id']}").raise_for_status()
+    return run
 
 
 def run(profile: Profile = FULL) -> list[Row]:

@@ -26,6 +26,7 @@ from service.http.fleet_handlers import (
     CompleteHandler,
     FailHandler,
     HeartbeatHandler,
+    OutputsHandler,
     WorkersHandler,
 )
 from service.http.health import HealthHandler
@@ -106,6 +107,7 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/heartbeat", HeartbeatHandler),
         (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/complete", CompleteHandler),
         (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/fail", FailHandler),
+        (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/outputs", OutputsHandler),
         (rf"{API}/videos/workers", WorkersHandler),
         (rf"{API}/videos/shares", SharesHandler),
         (rf"{API}/videos/shares/(?P<share_id>[^/]+)", ShareHandler),

@@ -15,10 +15,12 @@ Thread-safety: event-loop thread only.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 from service.auth import (
+    AccessDeniedError,
     Action,
     SignatureExpiredError,
     SignatureInvalidError,
@@ -27,11 +29,18 @@ from service.auth import (
     parse_bearer_authorization,
 )
 from service.auth.job_tokens import JobClaims, Use, verify_job_token
+from service.auth.policy import JobGrant
 from service.common.api_errors import ApiError
-from service.common.timefmt import rfc3339_ms
+from service.common.timefmt import now_ms, rfc3339_ms
 from service.http.base import ApiHandler
+from service.http.batch_handlers import BatchHandler
+from service.http.body_pipe import in_own_thread
+from service.http.job_credentials import job_uploads_held
+from service.http.streaming import StreamingBodyHandler
 from service.http.videos import job_json
+from service.media.fleet_outputs import open_output_uploads
 from service.media.fleet_runner import FleetJobRunner, Grant
+from service.ops.batch import BatchLimits, Staged, stage_batch
 
 MAX_NAME_CHARS = 200
 MAX_ERROR_CHARS = 2000
@@ -164,6 +173,76 @@ class FailHandler(AttemptHandler):
         error = _text(self.json_body(), "error", MAX_ERROR_CHARS)
         job = await runner.fail(claims, error)
         self.send_json(200, job_json(job, runner.progress(job)))
+
+
+class OutputsHandler(BatchHandler):
+    """``POST /api/v1/videos/jobs/{job_id}/outputs``: an attempt's output files as one tar
+    stream, each kept as an open multipart upload under the output prefix
+    (``service.media.fleet_outputs``); answers ``{"outputs": {name: {"upload_id",
+    "parts"}}}`` for the completion. The lease token, read as on the object routes (any
+    serving process; ``service.http.job_credentials``), is the only credential taken. The
+    body is read as a batch upload's is, hence the base class."""
+
+    route_name = "/api/v1/videos/jobs/{job_id}/outputs"
+    staging: asyncio.Future[list[Staged]] | None = None
+    grant: JobGrant
+
+    async def prepare_request(self) -> None:
+        await StreamingBodyHandler.prepare_request(self)  # the job principal, or 401/403
+        principal = self.principal
+        job_id = self.path_kwargs["job_id"]
+        if (
+            principal.via != "job"
+            or principal.grant is None
+            or principal.credential_id.partition("#")[0] != job_id
+        ):
+            raise AccessDeniedError("an attempt's outputs take that job's lease token")
+        self.grant = principal.grant
+        self.check_tar_headers()
+        engine = self.ctx.engine
+        engine.ensure_writable()
+        pipe = self.open_pipe()
+        limits = BatchLimits(max_member_bytes=self.ctx.config.max_object_bytes)
+        self.staging = asyncio.ensure_future(
+            stage_batch(
+                engine,
+                self.grant.bucket,
+                self.grant.prefix,
+                pipe,
+                limits,
+                run=lambda stage: in_own_thread(pipe, stage),
+            )
+        )
+        self.staging.add_done_callback(_seen)
+
+    def _still_running(self) -> bool:
+        job_id, _, attempt = self.principal.credential_id.partition("#")
+        job = self.ctx.engine.state.media.job(job_id)
+        return job is not None and job.active and str(job.attempts) == attempt
+
+    async def post(self, job_id: str) -> None:
+        self.raise_deferred_failure()
+        if self.pipe is None or self.staging is None or self._finished:
+            return
+        self.pipe.end()
+        self.release_upload_slot()  # the body is in: what is left is the server's own work
+        _, held, cap = job_uploads_held(self.ctx.engine.state, self.principal, now_ms())
+        outputs = await open_output_uploads(
+            self.ctx.engine,
+            owner=self.principal.user_id,
+            room=cap - held,
+            bucket=self.grant.bucket,
+            prefix=self.grant.prefix,
+            entries=await self.staging,
+            still_running=self._still_running,
+        )
+        self.send_json(200, {"outputs": outputs})
+
+
+def _seen(job: asyncio.Future[Any]) -> None:
+    """Mark a staging's failure as seen when nobody awaits it (the worker went away)."""
+    if not job.cancelled():
+        job.exception()
 
 
 class WorkersHandler(ApiHandler):

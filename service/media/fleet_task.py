@@ -11,9 +11,11 @@ its URL and the task's claim token:
 3. download the source object into a scratch directory of this machine;
 4. package it in a child process (``service.media.video_worker``, the embedded runner's
    packager: the same code, the same outputs);
-5. upload every output as a multipart session under the job's output prefix, left open
-   (invisible), segments first, then report ``complete`` naming them: the server publishes
-   them if it still runs this attempt, else refuses and aborts them;
+5. send the outputs in bundles: many files in one request, a tar stream, each file kept by
+   the server as a multipart session under the job's output prefix, left open (invisible;
+   ``service.media.fleet_outputs``); a file too large for a bundle goes up alone as a
+   multipart upload, also left open; then report ``complete`` naming them all: the server
+   publishes them if it still runs this attempt, else refuses and aborts them;
 6. a packaging verdict (undecodable video, say) is reported as ``fail``: the job fails.
 
 The scratch directory goes whatever happens. An attempt that loses its lease keeps nothing.
@@ -52,6 +54,12 @@ CLAIM_PATIENCE = 600.0
 PACKAGING_SHARE = 0.9
 """The part of the progress packaging takes; uploading the outputs takes the rest."""
 STDERR_TAIL_BYTES = 4096
+BUNDLE_BYTES = 64 * 1024 * 1024
+"""Bytes of outputs one request carries at most (a retried request sends them again)."""
+BUNDLE_FILES = 1000
+"""Files one request carries at most (the server takes up to ``MAX_BATCH_MEMBERS``)."""
+ALONE_BYTES = 8 * 1024 * 1024
+"""A file larger than this goes up alone, as a multipart upload of parts of this size."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,19 +139,25 @@ def _run(run: _Attempt, grant: dict[str, Any], scratch: str) -> str:
     if "error" in result:
         return _fail(run, str(result["error"]))
     os.unlink(source)
-    names = store_order(_files(out_dir))
+    groups = plan_uploads(
+        [(name, os.path.getsize(os.path.join(out_dir, name))) for name in _files(out_dir)]
+    )
     outputs: dict[str, Any] = {}
     try:
-        for done, name in enumerate(names, start=1):
+        for done, group in enumerate(groups, start=1):
             if run.lost.is_set():
                 raise AttemptLost("the lease ended while uploading")
-            outputs[name] = client.upload(
-                job["bucket"],
-                job["output_prefix"] + name,
-                os.path.join(out_dir, name),
-                content_type_for(name),
-            )
-            run.progress = PACKAGING_SHARE + (1 - PACKAGING_SHARE) * done / len(names) * 0.99
+            if isinstance(group, str):
+                outputs[group] = client.upload(
+                    job["bucket"],
+                    job["output_prefix"] + group,
+                    os.path.join(out_dir, group),
+                    content_type_for(group),
+                )
+            else:
+                files = [(name, os.path.join(out_dir, name)) for name in group]
+                outputs.update(client.upload_bundle(files))
+            run.progress = PACKAGING_SHARE + (1 - PACKAGING_SHARE) * done / len(groups) * 0.99
             if done == 1:
                 _test_hold(run)
         finished = client.attempt("complete", {"outputs": outputs})
@@ -151,6 +165,34 @@ def _run(run: _Attempt, grant: dict[str, Any], scratch: str) -> str:
         return _fail(run, f"storing the outputs was refused: {exc}")
     log.info("job %s completed (attempt %d)", finished["job_id"], finished["attempts"])
     return "completed"
+
+
+def plan_uploads(files: list[tuple[str, int]]) -> list[str | list[str]]:
+    """How the outputs ``(name, size)`` go up, in store order: a file larger than
+    ``ALONE_BYTES`` alone (a name), the others in bundles (lists of names) of at most
+    ``BUNDLE_BYTES`` and ``BUNDLE_FILES``.
+
+    >>> plan_uploads([("hls/master.m3u8", 90), ("hls/s_0.ts", 9 << 20), ("hls/s_1.ts", 10)])
+    ['hls/s_0.ts', ['hls/s_1.ts', 'hls/master.m3u8']]
+    """
+    sizes = dict(files)
+    alone: list[str | list[str]] = []
+    bundles: list[str | list[str]] = []
+    bundle: list[str] = []
+    held = 0
+    for name in store_order(sizes):
+        size = sizes[name]
+        if size > ALONE_BYTES:
+            alone.append(name)
+            continue
+        if bundle and (held + size > BUNDLE_BYTES or len(bundle) >= BUNDLE_FILES):
+            bundles.append(bundle)
+            bundle, held = [], 0
+        bundle.append(name)
+        held += size
+    if bundle:
+        bundles.append(bundle)
+    return alone + bundles
 
 
 def _test_hold(run: _Attempt) -> None:

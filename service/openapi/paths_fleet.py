@@ -63,6 +63,30 @@ def fleet_paths() -> dict[str, Any]:
             "complete", "Report an attempt's outputs", "AttemptComplete", "Job"
         ),
         f"{jobs}/fail": attempt("fail", "Report that a job failed", "AttemptFail", "Job"),
+        f"{jobs}/outputs": {
+            "post": operation(
+                "sendAttemptOutputs",
+                "Send an attempt's output files in one tar stream",
+                tag="media",
+                description="Called by a media fleet worker with its lease token, on any "
+                "serving process. Each regular file of the tar stream (ustar or pax) is an "
+                "output by its name below the output prefix and is kept as an open multipart "
+                "upload holding it as part 1, invisible until the attempt's completion names "
+                "it. Any member that is not an output (another name, a link, a name twice) "
+                "refuses the whole request (400) and nothing is kept "
+                "(docs/media.md, Running media workers).",
+                security=JOB_TOKEN,
+                parameters=[JOB_ID],
+                request_body={
+                    "required": True,
+                    "content": {
+                        "application/x-tar": {"schema": {"type": "string", "format": "binary"}}
+                    },
+                },
+                responses={200: ok("The uploads holding the outputs.", "AttemptOutputs")},
+                errors=(400, 401, 403, 409, 413, 503, 507),
+            )
+        },
         f"{API}/videos/workers": {
             "get": operation(
                 "listWorkers",
@@ -81,25 +105,38 @@ def fleet_schemas() -> dict[str, Any]:
         "minItems": 1,
         "items": body({"part_number": {"type": "integer"}, "etag": {"type": "string"}}),
     }
+    uploads = {
+        "type": "object",
+        "description": "Each output's name (below the output prefix) and the multipart upload "
+        "holding it, all its parts listed.",
+        "additionalProperties": body(
+            {"upload_id": {"type": "string"}, "parts": parts}, ("upload_id", "parts")
+        ),
+    }
     return {
+        "AttemptOutputs": closed(
+            {
+                "outputs": {
+                    **uploads,
+                    "additionalProperties": closed(
+                        {
+                            "upload_id": {"type": "string"},
+                            "parts": {
+                                "type": "array",
+                                "items": closed(
+                                    {"part_number": {"type": "integer"}, "etag": {"type": "string"}}
+                                ),
+                            },
+                        }
+                    ),
+                }
+            }
+        ),
         "AttemptClaim": body({"worker": NAME, "host": NAME}, ("worker", "host")),
         "AttemptHeartbeat": body(
             {"progress": nullable({"type": "number", "minimum": 0, "maximum": 1})}
         ),
-        "AttemptComplete": body(
-            {
-                "outputs": {
-                    "type": "object",
-                    "description": "Each output's name (below the output prefix) and the "
-                    "multipart upload holding it, all its parts listed.",
-                    "additionalProperties": body(
-                        {"upload_id": {"type": "string"}, "parts": parts},
-                        ("upload_id", "parts"),
-                    ),
-                }
-            },
-            ("outputs",),
-        ),
+        "AttemptComplete": body({"outputs": uploads}, ("outputs",)),
         "AttemptFail": body(
             {"error": {"type": "string", "minLength": 1, "maxLength": MAX_ERROR_CHARS}},
             ("error",),
