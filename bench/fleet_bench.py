@@ -15,8 +15,11 @@ From them:
 - CPU a job costs on the fleet path (worker + the server's share: serving the source,
   storing the outputs, the attempt calls) against in the server: target <= 1.15x;
 - the server's CPU per packaged minute of video with a fleet (what the node keeps doing);
-- one worker's rate in video minutes packaged per minute (docs/media.md sizes a fleet
-  from it). With 2 cores, 2 workers cannot show scaling beyond the machine.
+- one worker's rate in video minutes packaged per minute: from the wall time, and from the
+  worker's CPU (what one core of its own would do; load on a shared machine stretches wall
+  time, not CPU time). docs/media.md sizes a fleet from it. With 2 cores, 2 workers cannot
+  show scaling beyond the machine;
+- the CPU per job outside the packager (the same code on both paths): what the hop adds.
 
 Thread-safety: a script.
 """
@@ -95,23 +98,54 @@ def make_video(path: Path, size: VideoSize, seed: int) -> bytes:
     return path.read_bytes()
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds of ``pid`` and its live descendants, their reaped children included."""
-    total = 0
+@dataclass(frozen=True)
+class Cpu:
+    """CPU seconds of a process tree: its processes' own, and their reaped children's (the
+    packagers: each job's ``service.media.video_worker`` is reaped by the server when
+    embedded, by the worker's pool process on a fleet)."""
+
+    own: float
+    packaging: float
+
+    @property
+    def total(self) -> float:
+        return self.own + self.packaging
+
+    def __sub__(self, other: Cpu) -> Cpu:
+        return Cpu(self.own - other.own, self.packaging - other.packaging)
+
+    def __add__(self, other: Cpu) -> Cpu:
+        return Cpu(self.own + other.own, self.packaging + other.packaging)
+
+
+def tree_cpu(pid: int) -> Cpu:
+    """CPU of ``pid`` and its live descendants, their reaped children apart."""
+    own = children = 0
     for each in process_tree(pid):
         try:
             fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
-    return total / CLK_TCK
+        own += int(fields[11]) + int(fields[12])  # utime stime
+        children += int(fields[13]) + int(fields[14])  # cutime cstime
+    return Cpu(own / CLK_TCK, children / CLK_TCK)
 
 
 @dataclass
 class Run:
     wall: float
-    server_cpu: float
-    worker_cpu: float
+    server: Cpu
+    workers: Cpu
+
+    @property
+    def per_job(self) -> float:
+        return (self.server.total + self.workers.total) / VIDEOS
+
+    @property
+    def hop_per_job(self) -> float:
+        """CPU per job outside the packager: storing the outputs, and on a fleet the
+        queue, the HTTP calls both sides, the worker's own work."""
+        return (self.server.own + self.workers.own) / VIDEOS
 
 
 class CreatedKeys:
@@ -123,7 +157,9 @@ class CreatedKeys:
     def __init__(self, server: ServerProcess) -> None:
         self.keys: set[str] = set()
         self._changed = threading.Condition()
-        self._client = server.client(timeout=httpx.Timeout(10.0, read=None))
+        self._client = httpx.Client(
+            base_url=server.api, auth=server.auth, timeout=httpx.Timeout(10.0, read=None)
+        )
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
@@ -165,8 +201,8 @@ def package_all(server: ServerProcess, workers: list[Worker]) -> Run:
     pids = [w.process.pid for w in workers if w.process is not None]
     assert server.process is not None
     created = CreatedKeys(server)
-    server_before = tree_cpu_seconds(server.process.pid)
-    workers_before = sum(tree_cpu_seconds(pid) for pid in pids)
+    server_before = tree_cpu(server.process.pid)
+    workers_before = sum((tree_cpu(pid) for pid in pids), Cpu(0, 0))
     started = time.monotonic()
     with server.client() as api:
         jobs = []
@@ -187,8 +223,8 @@ def package_all(server: ServerProcess, workers: list[Worker]) -> Run:
         _raise_if_failed(api, jobs)
         run = Run(
             time.monotonic() - started,
-            tree_cpu_seconds(server.process.pid) - server_before,
-            sum(tree_cpu_seconds(pid) for pid in pids) - workers_before,
+            tree_cpu(server.process.pid) - server_before,
+            sum((tree_cpu(pid) for pid in pids), Cpu(0, 0)) - workers_before,
         )
         created.close()
         for job in jobs:  # the next run stores its outputs afresh
@@ -239,7 +275,7 @@ def _median(values: list[float]) -> float:
 def rows(runs: dict[str, list[Run]], size: VideoSize) -> list[Row]:
     minutes = VIDEOS * size.seconds / 60
     load = os.getloadavg()[0]
-    embedded = _median([(r.server_cpu + r.worker_cpu) / VIDEOS for r in runs["embedded"]])
+    embedded = _median([r.per_job for r in runs["embedded"]])
     result: list[Row] = []
     for name, measured in runs.items():
         result.append(
@@ -251,11 +287,10 @@ def rows(runs: dict[str, list[Run]], size: VideoSize) -> list[Row]:
                 "notes": f"load {load:.1f}",
             }
         )
-    fleet: dict[str, Any] = {}
-    for name in ("fleet x1", "fleet x2"):
-        fleet[name] = _median([(r.server_cpu + r.worker_cpu) / VIDEOS for r in runs[name]])
-    per_job = fleet["fleet x1"]
+    fleet = runs["fleet x1"]
+    per_job = _median([r.per_job for r in fleet])
     ratio = per_job / embedded if embedded else float("nan")
+    pairs = [f.per_job / e.per_job for f, e in zip(fleet, runs["embedded"], strict=False)]
     result.append(
         {
             "measurement": "CPU per job, fleet (worker + server) vs in-server",
@@ -266,9 +301,11 @@ def rows(runs: dict[str, list[Run]], size: VideoSize) -> list[Row]:
             "ratio": ratio,
             "target": f"<= {TARGET_RATIO}x",
             "met": "yes" if ratio <= TARGET_RATIO else "NO",
+            "notes": f"each run's ratio to the in-server run beside it: "
+            f"{', '.join(f'{pair:.2f}' for pair in pairs)}",
         }
     )
-    server_share = _median([r.server_cpu for r in runs["fleet x1"]]) / minutes
+    server_share = _median([r.server.total for r in fleet]) / minutes
     result.append(
         {
             "measurement": "server CPU per packaged minute of video, with a fleet",
@@ -278,13 +315,33 @@ def rows(runs: dict[str, list[Run]], size: VideoSize) -> list[Row]:
             "anchor_value": embedded * VIDEOS / minutes,
         }
     )
-    one = _median([r.wall for r in runs["fleet x1"]])
+    one = _median([r.wall for r in fleet])
     result.append(
         {
             "measurement": "one worker's rate (concurrency 1)",
             "value": minutes / (one / 60),
             "unit": "video min/min",
-            "notes": f"{size.width}x{size.height}, HLS+DASH, default rendition; load {load:.1f}",
+            "notes": f"{size.width}x{size.height}, HLS+DASH, default rendition; wall time, "
+            f"so shared with the machine's load ({load:.1f})",
+        }
+    )
+    result.append(
+        {
+            "measurement": "CPU per job outside the packager (the hop), fleet vs in-server",
+            "value": _median([r.hop_per_job for r in fleet]),
+            "unit": "CPU s",
+            "anchor": "in-server",
+            "anchor_value": _median([r.hop_per_job for r in runs["embedded"]]),
+            "notes": "the packager is the same code on both paths; this is what differs",
+        }
+    )
+    worker_minutes = _median([r.workers.total for r in fleet]) / 60
+    result.append(
+        {
+            "measurement": "one worker's rate on a core of its own (from its CPU)",
+            "value": minutes / worker_minutes,
+            "unit": "video min/min",
+            "notes": "video minutes packaged per minute of the worker's CPU (packager included)",
         }
     )
     return result
