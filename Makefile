@@ -7,14 +7,17 @@ DATA_DIR ?= ./data
 
 .PHONY: serve test test-slow lint typecheck bench fuzz soak clean chromium redis
 
+# pip says only what went wrong (-qq): its notes would bury the server's first lines.
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	@echo "installing the project and its tools into $(VENV)/ (a few minutes the first time)..."
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -qq --upgrade pip
+	@$(PY) -m pip install -qq -e '.[dev]'
+	@touch $(STAMP)
 
 serve: $(STAMP)
-	SERVICE_DATA_DIR=$${SERVICE_DATA_DIR:-$(DATA_DIR)} $(PY) -m service
+	@echo "svc is in $(VENV)/bin: to use it, run '. $(VENV)/bin/activate' in another terminal here"
+	@SERVICE_DATA_DIR=$${SERVICE_DATA_DIR:-$(DATA_DIR)} $(PY) -m service
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -42,9 +45,14 @@ test-slow: $(STAMP) chromium redis
 bench: $(STAMP) redis
 	$(PY) -m bench
 
+# Each target runs for FUZZ_SECONDS; the batch reader starts from its committed seeds
+# (fuzz/corpus/batch_reader) and writes what it finds to .fuzz-corpus/ (not committed).
 fuzz: $(STAMP)
 	$(PY) -m pip install -q atheris
 	$(PY) fuzz/fuzz_journal_reader.py -max_total_time=$${FUZZ_SECONDS:-60}
+	mkdir -p .fuzz-corpus/batch_reader
+	$(PY) fuzz/fuzz_batch_reader.py .fuzz-corpus/batch_reader fuzz/corpus/batch_reader \
+		-max_len=131072 -max_total_time=$${FUZZ_SECONDS:-60}
 
 # -s: the soak prints its progress and "acknowledged operations checked: N, lost: M".
 soak: $(STAMP)

@@ -56,12 +56,18 @@ class Config:
     metrics_public: bool = False
     """Serve GET /api/v1/metrics without credentials."""
     max_concurrent_uploads: int = 64
-    """Request bodies streamed at once by each serving process; beyond it a PUT gets 503 with
-    Retry-After."""
+    """Request bodies streamed at once by each serving process; beyond it a PUT waits for a
+    slot (SERVICE_QUEUE_WAIT), then gets 503 with Retry-After."""
     max_uploads_per_user: int = 16
-    """Request bodies one user (all its keys, tokens and presigned URLs) streams at once;
-    beyond it that user's PUT gets 503 with Retry-After, so slow uploads of one user never
-    hold every slot."""
+    """Request bodies one user (all its keys, tokens and presigned URLs) streams at once in
+    each serving process; beyond it that user's PUT waits for a slot (SERVICE_QUEUE_WAIT), then
+    gets 429 with Retry-After, so slow uploads of one user never hold every slot."""
+    queue_wait: float = 10.0
+    """Seconds a request over a per-user cap (uploads, event streams) waits for a slot
+    before it is answered 429 TooManyRequests."""
+    max_streams_per_user: int = 16
+    """Event streams one user may have open at once, over the whole service; one more waits
+    (SERVICE_QUEUE_WAIT), then gets 429."""
     max_object_bytes: int = 5 * 1024 * 1024 * MIB
     """Largest single PUT body (5 TiB)."""
     idle_timeout: float = 60.0
@@ -187,6 +193,8 @@ RULES: Mapping[str, Rule] = {
     "log_level": Rule(choices=("debug", "info", "warning", "error")),
     "max_concurrent_uploads": Rule(minimum=1),
     "max_uploads_per_user": Rule(minimum=1),
+    "queue_wait": Rule(maximum=3600),
+    "max_streams_per_user": Rule(minimum=1),
     "max_header_bytes": Rule(minimum=1024),
     "snapshot_every": Rule(minimum=1),
     "journal_segment_bytes": Rule(minimum=4096),

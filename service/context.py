@@ -22,6 +22,7 @@ from service.events.webhooks import WebhookDispatcher
 from service.http.caps import Reservations
 from service.http.cors import CorsPolicy
 from service.http.open_streams import OpenStreams
+from service.limits.fair_slots import FairSlots
 from service.limits.upload_slots import UploadSlots
 from service.media.image_variants import ImageVariants
 from service.media.runners import make_job_runner
@@ -68,6 +69,11 @@ class AppContext:
             on_cut=metrics.observe_upload_cut,
         )
         """Bodies streaming now, their owners and rates (``service.limits.upload_slots``)."""
+        self.stream_slots = FairSlots(
+            per_user=config.max_streams_per_user, noun="event streams open"
+        )
+        """Event streams open now, per user (only the writer serves streams: a worker
+        forwards them, so this cap holds for the whole service)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self.images = ImageVariants(
             engine,

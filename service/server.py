@@ -35,7 +35,8 @@ from tornado.netutil import bind_unix_socket
 from fsseam.fs import FileSystem, RealFileSystem
 from service import __version__
 from service.app import make_app, route_names
-from service.auth import CREDENTIALS_FILENAME, BootstrapError, load_or_create_server_secret
+from service.auth import BootstrapError, load_or_create_server_secret
+from service.banner import startup_banner
 from service.common.timefmt import now_ms
 from service.config import Config, ConfigError, load_config
 from service.context import AppContext
@@ -88,14 +89,6 @@ def observe_journal_batch(metrics: Metrics, records: int, seconds: float) -> Non
     """One group commit: its size and how long its write (and fsync) took."""
     metrics.observe_journal_batch(records)
     metrics.observe_journal_fsync(seconds)
-
-
-def credentials_hint(config: Config, fs: FileSystem) -> str:
-    """Where the operator finds the credentials (never the secret itself)."""
-    path = os.path.join(config.data_dir, CREDENTIALS_FILENAME)
-    if fs.exists(path):
-        return f"see {path}"
-    return "the SERVICE_ROOT_ACCESS_KEY / SERVICE_ROOT_SECRET_KEY you configured"
 
 
 def bucket_usage_rows(engine: Engine) -> list[BucketUsage]:
@@ -198,11 +191,7 @@ async def serve(
     for signum in (signal.SIGTERM, signal.SIGINT) if role is None else (signal.SIGTERM,):
         loop.add_signal_handler(signum, stop.set)
     if role is None:
-        print(
-            f"service listening on http://{config.host}:{config.port} "
-            f"(data dir {config.data_dir}, durability {config.durability})",
-            flush=True,
-        )
+        print(startup_banner(config, fs), flush=True)
     else:
         role.ready()
     await stop.wait()

@@ -118,7 +118,11 @@ class ServerProcess:
             cwd=str(REPO_ROOT),
         )
         log_file.close()
-        self.wait_ready(timeout)
+        try:
+            self.wait_ready(timeout)
+        except BaseException:
+            self.kill()  # a start that failed leaves no process behind
+            raise
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

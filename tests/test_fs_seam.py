@@ -3,9 +3,9 @@
 The check walks the source of ``journal/`` and ``service/`` with ``ast`` and fails on: a
 call of the builtin ``open``; any use of ``os`` or ``os.path`` beyond an allow-list of calls
 that touch no file (path arithmetic, constants, the environment, the process: ``getpid``,
-``cpu_count``, ``kill``, ``register_at_fork``); importing a module whose job is file access
-(``shutil``, ``pathlib``, ``tempfile``, ``io``, ``fcntl``, ``mmap``). Aliases (``import os
-as o``, ``from os import fsync``) are followed.
+``cpu_count``, ``kill``, ``_exit``, ``pidfd_open``, ``register_at_fork``); importing a module
+whose job is file access (``shutil``, ``pathlib``, ``tempfile``, ``io``, ``fcntl``, ``mmap``).
+Aliases (``import os as o``, ``from os import fsync``) are followed.
 
 Exempt, each for a reason:
 
@@ -63,7 +63,7 @@ FORBIDDEN_MODULES = {"shutil", "pathlib", "tempfile", "io", "fcntl", "mmap", "gl
 ALLOWED_OS = {
     "path", "fspath", "fsencode", "fsdecode", "sep", "altsep", "extsep", "pathsep", "linesep",
     "curdir", "pardir", "name", "environ", "getenv", "getpid", "cpu_count", "urandom",
-    "strerror", "error", "kill", "register_at_fork",
+    "strerror", "error", "kill", "_exit", "pidfd_open", "register_at_fork",
 }  # fmt: skip
 ALLOWED_OS_PATH = {
     "join", "dirname", "basename", "split", "splitext", "normpath", "isabs", "relpath",

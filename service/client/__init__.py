@@ -1,4 +1,4 @@
-"""Python client for the object storage service (contract: docs/client.md, API.md v1).
+"""Python client for the object storage service (contract: docs/client.md, docs/api.md v1).
 
     from service.client import ServiceClient
 
@@ -51,6 +51,7 @@ from service.client._exceptions import (
     ServerError,
     ServiceError,
     ServiceUnavailableError,
+    TooManyRequestsError,
     TransportError,
     UnexpectedResponseError,
     UnsupportedMediaTypeError,
@@ -186,6 +187,7 @@ __all__ = [
     "Session",
     "Share",
     "Token",
+    "TooManyRequestsError",
     "TransportError",
     "UnexpectedResponseError",
     "UnsupportedMediaTypeError",

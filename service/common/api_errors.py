@@ -45,6 +45,7 @@ STATUS_BY_CODE: Mapping[str, int] = {
     "QuotaExceeded": 413,
     "UnsupportedMediaType": 415,
     "InvalidRange": 416,
+    "TooManyRequests": 429,
     "InternalError": 500,
     "ServiceUnavailable": 503,
     "InsufficientStorage": 507,

@@ -1,4 +1,4 @@
-"""Wire constants of the contract (docs: /work/shared/API.md) that server and client share.
+"""Wire constants of the contract (docs/api.md) that server and client share.
 
 Only names and limits live here: header names, paths, query parameter names and numeric
 bounds. The server's HTTP layer and the client's ``_wire`` both import them from here, so

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 import tornado.web
@@ -23,12 +24,15 @@ from tornado.http1connection import HTTP1Connection
 
 from service.auth import Action, Principal, Resource, Scope, authorize
 from service.common.api_errors import ApiError
-from service.common.wire import HEADER_REQUEST_ID, HEADER_RETRY_AFTER
+from service.common.wire import HEADER_REQUEST_ID
 from service.context import AppContext
+from service.http.admission import ClientGone, slots_refusal, wait_while_connected
 from service.http.authn import authenticate
+from service.http.cross_site import cross_site_refusal
 from service.http.json_body import load_json_object
 from service.http.request_contract import (
     JSON_TYPE,
+    SERVER_NAME,
     new_request_id,
     record_finished,
     render_error,
@@ -36,6 +40,8 @@ from service.http.request_contract import (
     tornado_error,
     valid_request_id,
 )
+from service.http.served_content import SANDBOX_HEADERS
+from service.limits.fair_slots import SlotsFull
 from service.meta import MetaState
 
 log = logging.getLogger("service.http")
@@ -93,6 +99,7 @@ class ApiHandler(tornado.web.RequestHandler):
         self.bytes_in = 0
         self.bytes_out = 0
         self.holds_upload_slot = False
+        self.holds_stream_slot = False
         self.set_header(HEADER_REQUEST_ID, self.request_id)
         self.cors_headers = ctx.cors.headers(self.request.headers.get("Origin"))
         for name, value in self.cors_headers:
@@ -100,11 +107,22 @@ class ApiHandler(tornado.web.RequestHandler):
         ctx.requests_in_flight.add(self)
 
     async def prepare(self) -> None:
-        """Cap bodies of body-less methods, then authenticate every non-public request."""
+        """Cap bodies of body-less methods, refuse cross-site writes, then authenticate
+        every non-public request."""
         if self.request.method in BODYLESS_METHODS:
             self.set_max_body_size(0)
+        refusal = cross_site_refusal(
+            self.request, self.ctx.cors, self.ctx.config.public_url, self.presigned()
+        )
+        if refusal is not None:
+            raise refusal
         if not self.public:
             self.set_principal(self.authenticate())
+
+    def presigned(self) -> bool:
+        """Whether the request's own URL is its credential (a presigned request of a route
+        that takes one): such requests are exempt from the cross-site check."""
+        return False
 
     def authenticate(self) -> Principal:
         """The caller's principal (overridden where presigned or share URLs are accepted)."""
@@ -134,16 +152,41 @@ class ApiHandler(tornado.web.RequestHandler):
         """May the caller do ``action`` (on ``bucket``)? See ``authorize_action``."""
         authorize_action(self.ctx.engine.state, self.principal, action, bucket=bucket)
 
-    # -- upload slots -----------------------------------------------------------------
+    # -- upload and stream slots -------------------------------------------------------
 
-    def acquire_upload_slot(self) -> None:
-        """Take one of the caller's upload slots (``service.limits.upload_slots``), or 503."""
+    def slot_owner(self) -> str:
+        """Whose per-user caps this request counts against: its principal's user."""
         principal = getattr(self, "principal", None)
-        owner = principal.user_id if principal is not None else "-"
-        problem = self.ctx.uploads_in_flight.acquire(self, owner)
-        if problem is not None:
-            raise ApiError("ServiceUnavailable", problem, headers={HEADER_RETRY_AFTER: "2"})
+        return principal.user_id if principal is not None else "-"
+
+    async def wait_for_slot(self, waiting: Awaitable[None]) -> None:
+        """Wait for a slot before the body is read (``service.http.admission``): 429 or 503
+        when none came within ``SERVICE_QUEUE_WAIT``; a client that left ends the request."""
+        try:
+            await wait_while_connected(self.request, waiting)
+        except SlotsFull as full:
+            raise slots_refusal(full) from None
+        except ClientGone:
+            self.close_connection()
+            self.set_status(499, "Client Closed Request")  # for the access log only
+            raise tornado.web.Finish() from None
+
+    async def acquire_upload_slot(self) -> None:
+        """Take one of the caller's upload slots (``service.limits.upload_slots``)."""
+        slots = self.ctx.uploads_in_flight
+        await self.wait_for_slot(slots.acquire(self, self.slot_owner(), self.ctx.config.queue_wait))
         self.holds_upload_slot = True
+
+    async def acquire_stream_slot(self) -> None:
+        """Take one of the caller's event-stream slots (``SERVICE_MAX_STREAMS_PER_USER``)."""
+        owner = self.slot_owner()
+        await self.wait_for_slot(self.ctx.stream_slots.acquire(owner, self.ctx.config.queue_wait))
+        self.holds_stream_slot = True
+
+    def release_stream_slot(self) -> None:
+        if self.holds_stream_slot:
+            self.holds_stream_slot = False
+            self.ctx.stream_slots.release(self.slot_owner())
 
     def touch_upload(self) -> None:
         """Record that the body has delivered ``bytes_in`` so far (the watchdog reads it)."""
@@ -163,8 +206,10 @@ class ApiHandler(tornado.web.RequestHandler):
             connection.close()  # type: ignore[attr-defined]
 
     def set_default_headers(self) -> None:
-        self.set_header("Server", "service")
+        self.set_header("Server", SERVER_NAME)
         self.set_header("Cache-Control", "no-store")
+        for name, value in SANDBOX_HEADERS:  # no answer of the API is a page that runs
+            self.set_header(name, value)
 
     def clear(self) -> None:
         """Reset headers and body (Tornado calls this before an error) but keep the request
@@ -231,6 +276,7 @@ class ApiHandler(tornado.web.RequestHandler):
     # -- accounting -------------------------------------------------------------------
 
     def on_finish(self) -> None:
+        self.release_stream_slot()
         record_finished(
             self.ctx.requests_in_flight,
             self.ctx,
@@ -248,6 +294,7 @@ class ApiHandler(tornado.web.RequestHandler):
 
     def on_connection_close(self) -> None:
         """The client went away: nothing is left to finish for it."""
+        self.release_stream_slot()
         self.ctx.requests_in_flight.discard(self)
         super().on_connection_close()
 

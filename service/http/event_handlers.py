@@ -64,6 +64,7 @@ class BucketEventsHandler(ApiHandler):
         after = feed.last_sequence if requested is None else requested
         if after < feed.covered_after:
             raise expired(after, feed.covered_after)
+        await self.acquire_stream_slot()  # SERVICE_MAX_STREAMS_PER_USER: wait, then 429
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
         self.set_header("X-Accel-Buffering", "no")
         self.ctx.requests_in_flight.discard(self)

@@ -201,7 +201,7 @@ class OutputsHandler(BatchHandler):
         self.check_tar_headers()
         engine = self.ctx.engine
         engine.ensure_writable()
-        pipe = self.open_pipe()
+        pipe = await self.open_pipe()
         limits = BatchLimits(max_member_bytes=self.ctx.config.max_object_bytes)
         self.staging = asyncio.ensure_future(
             stage_batch(

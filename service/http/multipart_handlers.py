@@ -163,6 +163,7 @@ class MultipartCompleteHandler(ApiHandler):
         session = open_session(self.ctx.engine, upload_id)
         self.authorize(Action.MULTIPART_COMPLETE, bucket=session.bucket)
         version = await complete_upload(self.ctx.engine, session, self.json_body())
+        self.ctx.performance.record_stored(1, version.size)  # one object stored, as a PUT
         self.set_header("ETag", f'"{version.sha256}"')
         self.set_header(HEADER_VERSION_ID, version.version_id or NULL_VERSION_ID)
         self.send_json(200, object_json(version))

@@ -49,7 +49,12 @@ from service.http.authn import authenticate, is_presigned, presigned_principal
 from service.http.base import authorize_action
 from service.http.file_body import send_file_body
 from service.http.read_plan import ReadPlan, plan_read
-from service.http.request_contract import record_finished, render_error, request_id_for
+from service.http.request_contract import (
+    SERVER_NAME,
+    record_finished,
+    render_error,
+    request_id_for,
+)
 from service.meta import ObjectVersion
 from service.ops.objects import read_small_window, read_window_now, resolve_version
 
@@ -300,7 +305,7 @@ class ObjectRead(HTTPMessageDelegate):
         """Write the status line, the server's headers and ``headers``, then ``body``."""
         self.status = status
         response = HTTPHeaders()
-        response["Server"] = "service"
+        response["Server"] = SERVER_NAME
         response["Date"] = http_date(now_ms() // 1000 * 1000)
         response[HEADER_REQUEST_ID] = self.request_id
         origin = self.request.headers.get("Origin")

@@ -32,7 +32,12 @@ from service.common.api_errors import ApiError
 from service.common.timefmt import http_date, now_ms
 from service.common.wire import HEADER_REQUEST_ID
 from service.context import AppContext
-from service.http.request_contract import record_finished, render_error, request_id_for
+from service.http.request_contract import (
+    SERVER_NAME,
+    record_finished,
+    render_error,
+    request_id_for,
+)
 
 API_PREFIX = "/api/v1/"
 PLAY_PREFIX = "/api/v1/videos/play/"
@@ -88,7 +93,7 @@ class Preflight(HTTPMessageDelegate):
 
     def send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
         response = HTTPHeaders()
-        response["Server"] = "service"
+        response["Server"] = SERVER_NAME
         response["Date"] = http_date(now_ms())
         response[HEADER_REQUEST_ID] = self.request_id
         response["Cache-Control"] = "no-store"

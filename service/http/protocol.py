@@ -1,14 +1,15 @@
 """The HTTP/1.1 connection under the application: protocol-level refusals and deadlines.
 
 Tornado answers a request it cannot parse (a bad request line or header, a bad
-``Content-Length``, a body over the connection's limit) with a bare
-``HTTP/1.1 400 Bad Request`` and closes the connection, often with the client's bytes
-unread, so the client sees a reset instead of the answer. Here those refusals are the
+``Content-Length``, a body over the connection's limit, an HTTP/1.1 request without one good
+``Host``) with a bare ``HTTP/1.1 400 Bad Request`` and closes the connection, often with the
+client's bytes unread, so the client sees a reset instead of the answer. Here those refusals are the
 contract's: an ``X-Request-Id`` and the JSON error envelope, 413 EntityTooLarge for a body
 over its limit (a JSON body over 1 MiB), 400 otherwise; then ``Connection: close`` and a
 short lingering close (what the client still sends is read and dropped for up to
 ``LINGER_SECONDS`` / ``LINGER_BYTES``) so the answer reaches a client that sends its whole
-body before it reads.
+body before it reads. Every answer leaves with exactly one ``Server`` header
+(``write_headers``), whoever built it.
 
 Deadlines: a connection may wait ``idle_timeout`` seconds for the first byte of a request,
 then must finish the request's headers within ``header_deadline`` seconds of that byte
@@ -42,7 +43,8 @@ from tornado.http1connection import (
 from service.common.api_errors import ApiError
 from service.common.timefmt import http_date, now_ms
 from service.common.wire import HEADER_REQUEST_ID
-from service.http.request_contract import render_error
+from service.http.host import host_problem
+from service.http.request_contract import SERVER_NAME, render_error
 
 log = logging.getLogger("service.http")
 
@@ -92,7 +94,7 @@ def refusal_bytes(error: ApiError, request_id: str) -> bytes:
     reason = responses.get(answer.status, "Error")
     lines = [
         f"HTTP/1.1 {answer.status} {reason}",
-        "Server: service",
+        f"Server: {SERVER_NAME}",
         f"Date: {http_date(now_ms())}",
         *(f"{name}: {value}" for name, value in answer.headers),
         f"Content-Length: {len(answer.body)}",
@@ -127,12 +129,16 @@ class ServiceConnection(HTTP1Connection):
     def _parse_headers(self, data: bytes) -> tuple[str, httputil.HTTPHeaders]:
         try:
             start_line, headers = super()._parse_headers(self._first_byte + data)
-            self._method = httputil.parse_request_start_line(start_line).method
+            request_line = httputil.parse_request_start_line(start_line)
+            self._method = request_line.method
         except httputil.HTTPInputError as exc:
             raise refusal_for(exc, None) from None
         incoming = headers.get(HEADER_REQUEST_ID)
         if incoming is not None and self._valid_request_id(incoming):
             self._incoming_id = incoming
+        problem = host_problem(request_line.version, headers.get_list("Host"))
+        if problem is not None:
+            raise ProtocolRefusal(ApiError("InvalidArgument", problem))
         return start_line, headers
 
     def _read_body(
@@ -157,6 +163,8 @@ class ServiceConnection(HTTP1Connection):
         chunk: bytes | None = None,
     ) -> asyncio.Future[None]:
         self._answer_started = True
+        if isinstance(start_line, httputil.ResponseStartLine):
+            headers["Server"] = SERVER_NAME  # one, whoever built the answer (a proxy too)
         return super().write_headers(start_line, headers, chunk)
 
     async def _read_message(self, delegate: httputil.HTTPMessageDelegate) -> bool:

@@ -26,6 +26,7 @@ from service.http.conditions import (
     if_range_allows,
     parse_range,
 )
+from service.http.served_content import served_headers
 from service.meta import ObjectVersion
 
 NOTHING = ByteWindow(0, 0)
@@ -42,19 +43,22 @@ class ReadPlan:
 
 
 def object_headers(version: ObjectVersion) -> list[tuple[str, str]]:
-    """The representation headers every read of ``version`` carries (304 included).
+    """The representation headers every read of ``version`` carries (304 included), with
+    the sandbox of user content (``service.http.served_content``).
 
     Stored fields go out in a form a header can always hold (``service.common.header_fields``):
     metadata values outside visible ASCII as RFC 2047 encoded words, a stored content type
     or name that no header may carry (written by an older version) replaced or left out.
     """
+    content_type = header_safe_content_type(version.content_type)
     headers = [
-        ("Content-Type", header_safe_content_type(version.content_type)),
+        ("Content-Type", content_type),
         ("ETag", f'"{version.sha256}"'),
         (HEADER_CHECKSUM_SHA256, version.sha256),
         ("Last-Modified", http_date(version.updated_at)),
         ("Accept-Ranges", "bytes"),
         (HEADER_VERSION_ID, version.version_id or NULL_VERSION_ID),
+        *served_headers(content_type, version.key),
     ]
     for name, value in version.custom_metadata.items():
         if header_safe_name(name) is not None:

@@ -9,9 +9,10 @@ place:
 - the request id: the client's ``X-Request-Id`` when it is one we may echo, else ours
   (``request_id_for``);
 - the error answer: status, the error's own headers (``Retry-After`` for a hint),
-  ``Cache-Control: no-store``, and the JSON envelope ``{"error": {"code", "message",
-  "request_id"}}`` unless the answer has no body (HEAD, 304) (``render_error``); the log
-  detail goes to the server log, never to the client;
+  ``ERROR_HEADERS`` (never cached, never sniffed, never run), and the JSON envelope
+  ``{"error": {"code", "message", "request_id"}}`` unless the answer has no body (HEAD, 304)
+  (``render_error``); the log detail goes to the server log, never to the client;
+- the one ``Server`` header of every answer (``SERVER_NAME``);
 - the finished request: out of the graceful stop's count, into the metrics and the access
   log (``record_finished``).
 
@@ -31,10 +32,16 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from service.common.api_errors import ApiError, error_body, response_headers
+from service.http.served_content import SANDBOX_HEADERS
 
 log = logging.getLogger("service.http")
 
 JSON_TYPE = "application/json; charset=utf-8"
+SERVER_NAME = "service"
+"""The one ``Server`` header of every answer: the product, never a library or a version."""
+ERROR_HEADERS = (("Cache-Control", "no-store"), *SANDBOX_HEADERS)
+"""What every error answer carries besides the error's own headers: never cached, never
+sniffed as a page (its message may quote what the client sent), never run."""
 
 _REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 _REQUEST_ID_PREFIX = secrets.token_hex(4)
@@ -104,7 +111,7 @@ class ErrorAnswer:
 
     status: int
     headers: list[tuple[str, str]]
-    """The error's headers, ``Cache-Control``, and ``Content-Type`` when there is a body;
+    """The error's headers, ``ERROR_HEADERS``, and ``Content-Type`` when there is a body;
     never ``Content-Length`` (the sender knows how it frames the body)."""
     body: bytes
 
@@ -116,7 +123,7 @@ def render_error(error: ApiError, request_id: str, *, with_body: bool = True) ->
     """
     if error.log_detail:
         log.warning("request %s: %s", request_id, error.log_detail)
-    headers = [("Cache-Control", "no-store"), *response_headers(error).items()]
+    headers = [*ERROR_HEADERS, *response_headers(error).items()]
     if not with_body or error.status == 304:
         return ErrorAnswer(error.status, headers, b"")
     headers.append(("Content-Type", JSON_TYPE))

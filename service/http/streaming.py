@@ -114,7 +114,7 @@ class StreamingBodyHandler(ApiHandler):
         ``create``: the sink to stream into instead of a new staging file.
         """
         self.room = room
-        self.acquire_upload_slot()
+        await self.acquire_upload_slot()
         self.set_max_body_size(self.ctx.config.max_object_bytes)
         self.body_started = time.perf_counter()
         if buffered:

@@ -43,6 +43,15 @@ Timestamps are RFC 3339 UTC with milliseconds. Custom metadata travels as
 CORS (`SERVICE_CORS_ORIGINS`): an allowed origin gets `Access-Control-Allow-Origin` on every
 answer, and a preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`) on any
 `/api/v1` path is answered before routing; preflights are not listed as operations.
+
+Every response carries one `Server` header and `X-Content-Type-Options: nosniff`. Object
+bodies (reads, presigned reads, share playback, image variants) are sandboxed
+(`Content-Security-Policy: sandbox`), and types a browser would run are sent as
+`Content-Disposition: attachment`. A POST, PUT, PATCH or DELETE whose `Origin` is neither this
+server's nor allowed by `SERVICE_CORS_ORIGINS` (or that says `Sec-Fetch-Site: cross-site`
+without one) is 403 AccessDenied; presigned requests are exempt. A request over a per-user
+cap (uploads in progress, open event streams) waits up to `SERVICE_QUEUE_WAIT` for a slot,
+then is 429 TooManyRequests with `Retry-After`.
 """
 
 PRESIGN_NOTE = (

@@ -28,6 +28,7 @@ from service.openapi.paths_storage import (
     ETAG,
     OBJECT_LINKS,
     READ_PARAMETERS,
+    SERVED_CONTENT_HEADERS,
     VERSION_HEADER,
     VERSION_ID,
     read_headers,
@@ -46,6 +47,8 @@ IMAGE_HEADERS = {
     "X-Image-Cache": header(
         "Whether the variant came from the cache.", {"type": "string", "enum": ["hit", "miss"]}
     ),
+    "X-Content-Type-Options": SERVED_CONTENT_HEADERS["X-Content-Type-Options"],
+    "Content-Security-Policy": SERVED_CONTENT_HEADERS["Content-Security-Policy"],
 }
 JOB_LINKS = {
     "GetJob": link("getJob", job_id="$response.body#/job_id"),

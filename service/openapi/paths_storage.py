@@ -64,8 +64,27 @@ def parameter_components() -> dict[str, Any]:
     }
 
 
+SERVED_CONTENT_HEADERS = {
+    "X-Content-Type-Options": header(
+        "`nosniff`: the stored type is taken as it is.", {"type": "string", "const": "nosniff"}
+    ),
+    "Content-Security-Policy": header(
+        "`sandbox`: rendered as a page, the body runs in an origin of its own.",
+        {"type": "string", "const": "sandbox"},
+    ),
+    "Content-Disposition": header(
+        "For a type a browser would run (HTML, XHTML, SVG, XML, JavaScript): "
+        "`attachment` with the key's last segment as the file name (RFC 6266, RFC 5987).",
+        {"type": "string", "pattern": "^attachment; filename="},
+        required=False,
+    ),
+}
+"""What every object body is sent with (user content never runs in the service's origin)."""
+
+
 def read_headers(*, ranged: bool = False) -> dict[str, Any]:
     headers = {
+        **SERVED_CONTENT_HEADERS,
         "Content-Length": header(
             "Bytes in this answer's body.", {"type": "string", "pattern": "^[0-9]+$"}
         ),
@@ -301,7 +320,7 @@ def object_paths() -> dict[str, Any]:
                         },
                     )
                 },
-                errors=(400, 401, 403, 404, 411, 412, 413, 503, 507),
+                errors=(400, 401, 403, 404, 411, 412, 413, 429, 503, 507),
             ),
             "delete": operation(
                 "deleteObject",
@@ -404,7 +423,7 @@ def multipart_paths() -> dict[str, Any]:
                         },
                     )
                 },
-                errors=(400, 401, 403, 404, 409, 411, 413, 503, 507),
+                errors=(400, 401, 403, 404, 409, 411, 413, 429, 503, 507),
             )
         },
         f"{API}/multipart/{{upload_id}}/complete": {

@@ -236,7 +236,7 @@ def upkeep_paths() -> dict[str, Any]:
                         content={"text/event-stream": {"schema": {"type": "string"}}},
                     )
                 },
-                errors=(400, 401, 403, 404, 410),
+                errors=(400, 401, 403, 404, 410, 429),
             ),
         },
         f"{API}/buckets/{{bucket}}/notifications": {

@@ -167,6 +167,14 @@ def _series(stages: tuple[str, ...], *, window: bool) -> dict[str, Any]:
 PUT_STAGES = ("stage_write", "flush", "promote", "journal_commit", "total")
 GET_STAGES = ("first_byte", "total")
 
+PROCESS_ROW = closed(
+    {
+        "pid": {"type": "integer", "minimum": 1},
+        "role": {"type": "string", "enum": ["writer", "worker", "ended"]},
+        "requests": COUNT,
+    }
+)
+
 PERFORMANCE = closed(
     {
         "window_seconds": {"type": "number", "exclusiveMinimum": 0},
@@ -179,7 +187,15 @@ PERFORMANCE = closed(
                 "get": _series(GET_STAGES, window=False),
             }
         ),
-    }
+        "processes": {
+            "type": "array",
+            "description": "Only with several serving processes (SERVICE_WORKERS > 1): each "
+            "one with the requests it answered since the start, by pid; refreshed every "
+            "second.",
+            "items": PROCESS_ROW,
+        },
+    },
+    optional=("processes",),
 )
 
 SYSTEM_INFO = {
@@ -209,6 +225,9 @@ SYSTEM_INFO = {
         "bytes_stored": COUNT,
         "multipart_uploads": COUNT,
         "uploads_in_flight": COUNT,
+        "uploads_waiting": COUNT,
+        "streams_open": COUNT,
+        "streams_waiting": COUNT,
         "media_jobs": {"type": "object", "additionalProperties": COUNT},
         "journal": {
             "type": "object",

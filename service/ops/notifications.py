@@ -55,8 +55,10 @@ def parse_webhook(doc: Any, index: int) -> dict[str, Any]:
     try:
         parts = urlsplit(url)
         valid_port = parts.port is None or parts.port > 0
-    except ValueError:
-        valid_port = False
+    except ValueError:  # a bad port, or brackets around something that is no IPv6 address
+        raise _invalid(
+            f"{where}: url must be an absolute http or https URL (bad host or port)"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname or not valid_port:
         raise _invalid(f"{where}: url must be an absolute http or https URL")
     types = doc.get("events", [])
@@ -97,7 +99,8 @@ def parse_webhooks(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 async def set_webhooks(engine: Engine, bucket: str, hooks: list[dict[str, Any]]) -> None:
     """Replace the bucket's webhooks (an empty list removes them). A URL whose host is an
-    address the operator does not allow (``service.events.targets``) is refused with 400."""
+    address the operator does not allow, in any spelling, or no usable host at all
+    (``service.events.targets``) is refused with 400."""
     require_bucket(engine, bucket)
     policy = TargetPolicy.parse(engine.config.webhook_allowed_networks)
     for index, hook in enumerate(hooks):

@@ -121,15 +121,20 @@ def quota_room(engine: Engine, record: Bucket, current: ObjectVersion | None) ->
     if record.quota_bytes is None:
         return None
     used = engine.state.bucket_usage(record.name).size_bytes
-    replaced = 0
+    return max(0, record.quota_bytes - used + replaced_bytes(record, current))
+
+
+def replaced_bytes(record: Bucket, current: ObjectVersion | None) -> int:
+    """The bytes a new version of a key frees in bucket ``record``: its current version's
+    when versioning is off (the PUT replaces it), else none."""
     if (
         not record.versioning_enabled
         and current is not None
         and current.version_id is None
         and not current.is_delete_marker
     ):
-        replaced = current.size
-    return max(0, record.quota_bytes - used + replaced)
+        return current.size
+    return 0
 
 
 def precheck_put(engine: Engine, intent: PutIntent) -> int | None:

@@ -24,6 +24,7 @@ Thread-safety: event-loop thread only.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import socket
@@ -40,6 +41,7 @@ import tornado.web
 
 from service.common.api_errors import ApiError, error_body, response_headers
 from service.context import AppContext
+from service.http.request_contract import SERVER_NAME
 
 log = logging.getLogger("service.procs")
 
@@ -68,8 +70,19 @@ WRITER_ROUTES = (
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
 )
+OWN_HEADERS = frozenset({"server", "date"})
+"""Headers of the writer's answer this worker's own answer already has: not copied, so each
+is sent once."""
 STREAM_SECONDS = 7 * 24 * 3600.0
 """An event stream may stay open this long through a worker."""
+
+
+_forwarding_for: contextvars.ContextVar[WriterProxyHandler | None] = contextvars.ContextVar(
+    "forwarding_for", default=None
+)
+"""The handler whose request is being passed on (the upstream connection is opened in a task
+that inherits the handler's context), so that the connection can be closed when the client
+goes away: an event stream waiting for a slot at the writer, or open there, frees it at once."""
 
 
 class _UnixResolver(tornado.netutil.Resolver):
@@ -94,6 +107,9 @@ class _TrackingTCPClient(tornado.tcpclient.TCPClient):
     async def connect(self, *args: Any, **kwargs: Any) -> tornado.iostream.IOStream:
         stream = await super().connect(*args, **kwargs)
         self.streams.add(stream)
+        handler = _forwarding_for.get()
+        if handler is not None:
+            handler.upstream = stream
         return stream
 
 
@@ -123,10 +139,21 @@ class WriterForwarder:
         self.client.close()
 
 
+class _EveryMethod:
+    """Contains every method: the writer answers each one, a method its route lacks with
+    the contract's 405 and ``Allow`` (not Tornado's bare page), as a single process does."""
+
+    def __contains__(self, method: object) -> bool:
+        return True
+
+
 class WriterProxyHandler(tornado.web.RequestHandler):
     """Pass the request to the writer; stream its answer back unchanged."""
 
-    SUPPORTED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+    SUPPORTED_METHODS = _EveryMethod()  # type: ignore[assignment]
+
+    def set_default_headers(self) -> None:
+        self.set_header("Server", SERVER_NAME)
 
     def initialize(self, ctx: AppContext, forwarder: WriterForwarder) -> None:
         self._ctx = ctx
@@ -134,6 +161,7 @@ class WriterProxyHandler(tornado.web.RequestHandler):
         self._status_seen = False
         self._streaming = False
         self._gone = False
+        self.upstream: tornado.iostream.IOStream | None = None
 
     async def prepare(self) -> None:
         self._ctx.requests_in_flight.add(self)
@@ -157,6 +185,7 @@ class WriterProxyHandler(tornado.web.RequestHandler):
             header_callback=self._on_header,
             streaming_callback=self._on_chunk,
         )
+        forwarding = _forwarding_for.set(self)
         try:
             await self._forwarder.client.fetch(upstream, raise_error=False)
         except (OSError, tornado.httpclient.HTTPClientError):
@@ -168,6 +197,9 @@ class WriterProxyHandler(tornado.web.RequestHandler):
                 # client, which sees the short body rather than a whole-looking one.
                 self.request.connection.close()  # type: ignore[union-attr]
             # An event stream ends cleanly instead: its client resumes by Last-Event-ID.
+        finally:
+            _forwarding_for.reset(forwarding)
+            self.upstream = None
         if not self._finished:
             self.finish()
 
@@ -181,7 +213,7 @@ class WriterProxyHandler(tornado.web.RequestHandler):
             self._status_seen = True
         elif line and ":" in line:
             name, value = line.split(":", 1)
-            if name.strip().lower() not in HOP_BY_HOP:
+            if name.strip().lower() not in HOP_BY_HOP | OWN_HEADERS:
                 self.add_header(name.strip(), value.strip())
                 if name.strip().lower() == "content-type" and "event-stream" in value:
                     self._streaming = True
@@ -213,6 +245,8 @@ class WriterProxyHandler(tornado.web.RequestHandler):
 
     def on_connection_close(self) -> None:
         self._gone = True
+        if self.upstream is not None:
+            self.upstream.close()  # the writer frees what the request held or waited for
         self._ctx.requests_in_flight.discard(self)
         self._ctx.streams.ended(self)
 

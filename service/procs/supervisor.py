@@ -40,6 +40,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fsseam.fs import RealFileSystem
+from service.banner import startup_banner
 from service.config import Config
 from service.procs import shared_metrics
 
@@ -127,12 +129,8 @@ class _Supervisor:
             return 1
         for _ in range(self._workers_wanted):
             self._start_worker()
-        print(
-            f"service listening on http://{self._config.host}:{self._config.port} "
-            f"(data dir {self._config.data_dir}, durability {self._config.durability}, "
-            f"{self._workers_wanted + 1} serving processes, supervisor {os.getpid()})",
-            flush=True,
-        )
+        detail = f", {self._workers_wanted + 1} serving processes, supervisor {os.getpid()}"
+        print(startup_banner(self._config, RealFileSystem(), detail), flush=True)
         while not self._stopping:
             received = signal.sigtimedwait(_SIGNALS, 1.0)
             if received is not None and received.si_signo != signal.SIGCHLD:

@@ -45,8 +45,8 @@ from service.meta.model import (
 OK = 0
 REFUSED = 1
 NOTE_ID = 0
-"""The request id of ``[0, {"uses": {access key id: ms}, "put": [...], "get": [...]}]``:
-notes from a worker, unanswered (``service.procs.notes``)."""
+"""The request id of ``[0, {"uses": {access key id: ms}, "put": [...], "stored": [...],
+"get": [...]}]``: notes from a worker, unanswered (``service.procs.notes``)."""
 MAX_FRAME = 64 * 1024 * 1024
 """A frame larger than this is a broken peer, not an event (events are small)."""
 _LENGTH = struct.Struct(">I")

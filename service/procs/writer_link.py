@@ -104,6 +104,10 @@ class WriterLink:
         """One PUT's figures for the writer's ``PerformanceRecorder.record_put``."""
         self._pending()["put"].append(sample)
 
+    def note_stored(self, figures: list[int]) -> None:
+        """``[count, bytes]`` for the writer's ``PerformanceRecorder.record_stored``."""
+        self._pending()["stored"].append(figures)
+
     def note_get(self, sample: list[float]) -> None:
         """One GET's figures for the writer's ``PerformanceRecorder.record_get``."""
         self._pending()["get"].append(sample)
@@ -111,7 +115,7 @@ class WriterLink:
     def _pending(self) -> dict[str, Any]:
         """The notes to send at the end of this loop iteration (one frame for all)."""
         if self._notes is None:
-            self._notes = {"uses": {}, "put": [], "get": []}
+            self._notes = {"uses": {}, "put": [], "stored": [], "get": []}
             asyncio.get_running_loop().call_soon(self._send_notes)
         return self._notes
 

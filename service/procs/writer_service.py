@@ -99,6 +99,8 @@ class CommitService:
             self._engine.key_usage.touch(key_id, at_ms)
         for sample in notes.get("put", ()):
             self._performance.record_put(*sample)
+        for count, size_bytes in notes.get("stored", ()):
+            self._performance.record_stored(count, size_bytes)
         for sample in notes.get("get", ()):
             self._performance.record_get(*sample)
 
