@@ -6,6 +6,13 @@ when the lease lapses and another worker wins: ``VideoAttemptEnded`` 1, ``Starte
 ``Accepted`` 2 (naming the session), the session completed (the publish), ``Finished`` 2.
 It stops at the first commit that fails, as the runner does.
 
+A second kind, ``fleet_outputs``: the same job's attempt 1 sends its outputs in one request
+(``POST /videos/jobs/{id}/outputs``): a tar stream staged as a batch's is, then one open
+session per file holding it as part 1 (``service.media.fleet_outputs``). Each session is in
+the ledger as an upload the client started and filled; a request that did not answer leaves
+sessions nobody knows (allowed, as many as the files), and every part of every open session
+must still hold its bytes; no output is ever an object.
+
 After every recovery the job must be in one of the states the live engine went through
 (replay gives back exactly a state that was, never a mix), no earlier than the last one a
 commit acknowledged when the image keeps what was acknowledged; a ``completed`` job's
@@ -17,18 +24,28 @@ Thread-safety: none; one event loop per scenario.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from service.media.fleet_outputs import open_output_uploads
 from service.meta import events
+from service.ops.batch import BatchLimits, stage_batch
+from tests.crash.batchkit import tar_of
 from tests.crash.checkkit import Verdict
 from tests.crash.enginekit import OWNER, Result, SimMachine, answer, part_of
+from tests.crash.model import Fate
 
 Step = Callable[[SimMachine, dict[str, Any]], Awaitable[None]]
 
 JOB = "vj_crash0000000000000"
 PREFIX = f"videos/{JOB}/"
 MASTER = "hls/master.m3u8"
+OUTPUTS = [
+    (MASTER, b"#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\nstream_0.m3u8\n"),
+    ("hls/stream_0_00000.ts", bytes(range(188)) * 1500),  # over 256 KiB: streamed
+    ("dash/manifest.mpd", b"<MPD/>\n"),
+]
 PARAMS = {
     "formats": ["hls"],
     "renditions": None,
@@ -119,7 +136,63 @@ def media_kinds(base_setup: Step, must: Callable[[Any], Awaitable[Any]]) -> dict
             ),
         )
 
-    return {"fleet_attempts": (fleet_setup, fleet_attempts, {})}
+    async def outputs_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+        await base_setup(machine, context)
+        created = events.video_job_created(
+            job_id=JOB,
+            bucket="plain",
+            key="a",
+            created_by=OWNER,
+            params=PARAMS,
+            output_prefix=PREFIX,
+            at=AT,
+        )
+        assert await _commit(machine, created)
+        started = events.video_attempt_started(
+            job_id=JOB, attempt=1, worker="w1", host="h1", at=AT + 1
+        )
+        assert await _commit(machine, started)
+        machine.log.upkeep.pop("fleet_acked")  # this kind checks the sessions, not the job
+
+    async def fleet_outputs(machine: SimMachine, context: dict[str, Any]) -> None:
+        await send_outputs(machine, OUTPUTS)
+
+    return {
+        "fleet_attempts": (fleet_setup, fleet_attempts, {}),
+        "fleet_outputs": (outputs_setup, fleet_outputs, {}),
+    }
+
+
+async def send_outputs(machine: SimMachine, files: list[tuple[str, bytes]]) -> Result:
+    """One outputs request of ``files`` (name, bytes), as ``fleet_handlers`` runs it; each
+    file's fate goes to the ledger as an upload started and its part 1 stored."""
+    engine = machine.running
+    source = io.BytesIO(tar_of([(name, data, {}) for name, data in files]))
+    limits = BatchLimits(max_member_bytes=engine.config.max_object_bytes)
+
+    async def send() -> dict[str, Any]:
+        entries = await stage_batch(engine, "plain", PREFIX, source, limits)
+        return await open_output_uploads(
+            engine,
+            owner=OWNER,
+            room=len(files),
+            bucket="plain",
+            prefix=PREFIX,
+            entries=entries,
+            still_running=lambda: True,
+        )
+
+    result = await answer(send())
+    ledger = machine.ledger
+    for name, data in files:
+        if result.ok:
+            upload_id = result.value[name]["upload_id"]
+            ledger.upload_started(upload_id, "plain", PREFIX + name, Fate.ACKED)
+            ledger.part_stored(upload_id, 1, data, Fate.ACKED)
+        else:  # none, some or all of the sessions may be there, holding their file
+            ledger.upload_started(None, "plain", PREFIX + name, result.fate)
+    await machine.settle()
+    return machine._note(f"outputs of {JOB} ({len(files)} files)", result)
 
 
 def check_media(machine: SimMachine, verdict: Verdict, *, firm: bool) -> None:

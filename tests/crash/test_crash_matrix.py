@@ -33,6 +33,7 @@ BALANCED_FAST = (
     "event_flush",
     "webhook_cursor",
     "scrub",
+    "fleet_outputs",
 )
 FAST = [(name, "strict") for name in KINDS] + [(name, "balanced") for name in BALANCED_FAST]
 SLOW = [(name, mode) for mode in ("strict", "balanced") for name in KINDS]
