@@ -5,9 +5,9 @@ lease token that every heartbeat renews) and turns the server's answers into the
 three outcomes: a result, ``AttemptLost`` (the server no longer runs this attempt: 409 or 404
 on an attempt route, 403 on an object route; the worker stops and keeps nothing), or
 ``AttemptRefused`` (any other refusal: a bug or bad input, the job fails). A connection that
-fails or a 502/503/504 (the server restarting, its writer away) is tried again, with a
-growing pause, until ``patience`` seconds have passed; the lease is what bounds how long the
-server waits for this worker.
+fails, a 502/503/504 (the server restarting, its writer away) or a 429 (the server busy:
+its upload slots full) is tried again, with a growing pause, until ``patience`` seconds
+have passed; the lease is what bounds how long the server waits for this worker.
 
 Never logs a token.
 
@@ -30,7 +30,7 @@ from urllib.parse import quote
 import httpx
 
 TAR_BLOCK = 512
-RETRIED_STATUSES = frozenset({502, 503, 504})
+RETRIED_STATUSES = frozenset({429, 502, 503, 504})
 FIRST_PAUSE = 0.2
 LONGEST_PAUSE = 5.0
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)

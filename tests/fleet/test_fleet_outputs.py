@@ -20,6 +20,7 @@ import pytest
 from tests.fleet.fleetkit import RedisServer, open_sessions, take_task, versions
 from tests.fleet.test_fleet_tokens import bearer, claim
 from tests.fleet.test_fleet_workers import new_bucket, new_job
+from tests.http.edgekit import finish_upload, held_upload, wait_continue
 from tests.serverproc import ServerProcess
 
 OUTPUTS = {
@@ -169,3 +170,25 @@ def test_a_lapsed_attempts_outputs_are_refused(
     assert refused.json()["error"]["code"] == "SignatureExpired"  # it expired with the lease
     with server.client() as api:
         assert open_sessions(api, "out") == []
+
+
+def test_a_jobs_outputs_do_not_wait_for_its_owners_upload_slots(
+    fleet_server: Callable[..., ServerProcess], redis: RedisServer, clip: bytes
+) -> None:
+    """A job token's uploads count against the job's own caps, not its creator's: with the
+    creator's one upload slot held, the outputs still go up (and the creator's next upload
+    still waits then 429, so the cap itself holds)."""
+    server = fleet_server(
+        SERVICE_MEDIA_LEASE="600", SERVICE_MAX_UPLOADS_PER_USER="1", SERVICE_QUEUE_WAIT="1"
+    )
+    job, token = claimed(server, redis, clip)
+    holder = held_upload(server, server.auth, "/buckets/out/objects/held")
+    with holder:
+        assert wait_continue(holder, 10)
+        with server.client() as api:
+            refused = api.put("/buckets/out/objects/late", content=b"late")
+        assert refused.status_code == 429, refused.text
+        sent = send(server, job["job_id"], token, tar_of(MASTER))
+        assert sent.status_code == 200, sent.text
+        assert set(sent.json()["outputs"]) == {"hls/master.m3u8"}
+        assert finish_upload(holder).status == 200
