@@ -158,7 +158,7 @@ class ApiHandler(tornado.web.RequestHandler):
         """Whose per-user caps this request counts against: its principal's user; a media
         fleet job token's own job (as its open sessions do, ``job_credentials``: a busy
         fleet neither waits for its owner's uploads nor makes them wait)."""
-        principal = getattr(self, "principal", None)
+        principal: Principal | None = getattr(self, "principal", None)
         if principal is None:
             return "-"
         if principal.via == "job":

@@ -220,4 +220,6 @@ def test_fleet_section_packages_the_same_videos_three_ways_and_sets_cpu_beside_i
     assert "server CPU per packaged minute" in names[4] and "rate" in names[5]
     hop = rows[6]
     assert "outside the packager" in names[6] and hop["anchor_value"] > 0
-    assert "core of its own" in names[7]
+    packager = rows[7]
+    assert "in the packager" in names[7] and packager["anchor_value"] > 0
+    assert "core of its own" in names[8]
