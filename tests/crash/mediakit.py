@@ -86,25 +86,28 @@ async def _commit(machine: SimMachine, event: dict[str, Any]) -> bool:
     return accepted
 
 
+async def _attempt_running(machine: SimMachine) -> None:
+    """The job, and its attempt 1 claimed by a worker (no faults)."""
+    created = events.video_job_created(
+        job_id=JOB,
+        bucket="plain",
+        key="a",
+        created_by=OWNER,
+        params=PARAMS,
+        output_prefix=PREFIX,
+        at=AT,
+    )
+    assert await _commit(machine, created)
+    started = events.video_attempt_started(job_id=JOB, attempt=1, worker="w1", host="h1", at=AT + 1)
+    assert await _commit(machine, started)
+
+
 def media_kinds(base_setup: Step, must: Callable[[Any], Awaitable[Any]]) -> dict[str, Any]:
-    """``(setup, operation, config overrides)`` of the media fleet kind, by name."""
+    """``(setup, operation, config overrides)`` of the media fleet kinds, by name."""
 
     async def fleet_setup(machine: SimMachine, context: dict[str, Any]) -> None:
         await base_setup(machine, context)
-        created = events.video_job_created(
-            job_id=JOB,
-            bucket="plain",
-            key="a",
-            created_by=OWNER,
-            params=PARAMS,
-            output_prefix=PREFIX,
-            at=AT,
-        )
-        assert await _commit(machine, created)
-        started = events.video_attempt_started(
-            job_id=JOB, attempt=1, worker="w1", host="h1", at=AT + 1
-        )
-        assert await _commit(machine, started)
+        await _attempt_running(machine)
         upload = await must(machine.start_upload("plain", PREFIX + MASTER))
         upload_id = upload.value.upload_id
         part = part_of(await must(machine.put_part(upload_id, 1, b"#EXTM3U\n")))
@@ -138,20 +141,7 @@ def media_kinds(base_setup: Step, must: Callable[[Any], Awaitable[Any]]) -> dict
 
     async def outputs_setup(machine: SimMachine, context: dict[str, Any]) -> None:
         await base_setup(machine, context)
-        created = events.video_job_created(
-            job_id=JOB,
-            bucket="plain",
-            key="a",
-            created_by=OWNER,
-            params=PARAMS,
-            output_prefix=PREFIX,
-            at=AT,
-        )
-        assert await _commit(machine, created)
-        started = events.video_attempt_started(
-            job_id=JOB, attempt=1, worker="w1", host="h1", at=AT + 1
-        )
-        assert await _commit(machine, started)
+        await _attempt_running(machine)
         machine.log.upkeep.pop("fleet_acked")  # this kind checks the sessions, not the job
 
     async def fleet_outputs(machine: SimMachine, context: dict[str, Any]) -> None:
