@@ -10,8 +10,9 @@ from __future__ import annotations
 import tornado.routing
 import tornado.web
 
+from service.common.wire import API_PREFIX
 from service.context import AppContext
-from service.http.base import ApiHandler, NotFoundHandler
+from service.http.base import ApiHandler, Home, NotFoundHandler
 from service.http.batch_handlers import BatchHandler
 from service.http.bucket_handlers import (
     BucketHandler,
@@ -65,11 +66,12 @@ from service.http.videos import (
     ThumbnailHandler,
     resolve_playback_read,
 )
+from service.procs.forward import forwarded_route
 
 BUCKET = r"(?P<bucket>[^/]+)"
 KEY = r"(?P<key>.*)"
 UPLOAD = r"(?P<upload_id>[^/]+)"
-API = "/api/v1"
+API = API_PREFIX
 OBJECT = rf"{API}/buckets/{BUCKET}/objects/{KEY}"
 PLAY = rf"{API}/videos/play/(?P<token>[^/]+)/(?P<path>.*)"
 
@@ -125,9 +127,17 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
     ]
 
 
+def routes_at(home: Home) -> list[tuple[str, type[ApiHandler]]]:
+    """The routes whose answer lives at ``home`` (``ApiHandler.home``): those a worker
+    forwards to the writer are ``routes_at(Home.JOURNAL)``."""
+    return [(pattern, handler) for pattern, handler in handler_table() if handler.home is home]
+
+
 def route_names() -> list[str]:
-    """The route templates used as metric labels."""
-    return [handler.route_name for _, handler in handler_table()] + [
+    """The route templates used as metric labels (a worker's forwarded ones included)."""
+    return [
+        *(handler.route_name for _, handler in handler_table()),
+        *(forwarded_route(handler.route_name) for _, handler in routes_at(Home.JOURNAL)),
         NotFoundHandler.route_name,
         PREFLIGHT_ROUTE,
     ]

@@ -22,9 +22,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, fields
 from functools import cache
-from typing import Any, Literal, NoReturn, cast
+from typing import Any, NoReturn, cast
 
-Durability = Literal["strict", "balanced"]
+from journal.model import Durability
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -206,7 +206,7 @@ RULES: Mapping[str, Rule] = {
     "crash_point": Rule(test_only=True),
     "cors_origins": Rule(
         allowed="comma-separated origins (scheme://host[:port]) or *",
-        validator="service.http.cors:CorsPolicy.parse",
+        validator="service.limits.cors:CorsPolicy.parse",
     ),
     "media_queue": Rule(
         allowed="a redis:// or rediss:// URL (host, port, database number)",

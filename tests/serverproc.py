@@ -103,7 +103,13 @@ class ServerProcess:
         env.update(self.env_overrides)
         return env
 
-    def start(self, timeout: float = 30.0, extra_env: Mapping[str, str] | None = None) -> None:
+    def start(self, timeout: float = 120.0, extra_env: Mapping[str, str] | None = None) -> None:
+        """Start the server and wait until ``/health`` answers.
+
+        ``timeout`` is a limit for a start that hangs, not a speed check: a start costs ~1.5 CPU
+        seconds, and on a machine whose load is 20-30 that took over 30 s of wall time. A start
+        that fails is seen at once (the process exits), whatever the limit.
+        """
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-server-{self.starts}.log"

@@ -14,6 +14,8 @@ public is re-exported here from small private modules; ``tests/client`` checks `
 The asyncio flavour is imported on first use of one of its names (PEP 562 ``__getattr__``):
 it brings in ``asyncio``, a third of the package's import time, which a synchronous program
 such as ``svc`` never needs.
+
+May import (docs/architecture.md, "Layers"): ``service.common``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import importlib as _importlib
 import typing as _typing
 
-from service.client._bucket import BucketClient, MultipartUpload
+from service.client._bucket import BucketClient
 from service.client._client import (
     AccessKeys,
     Buckets,
@@ -86,12 +88,13 @@ from service.client._models_upkeep import (
     Webhook,
     WebhookStatus,
 )
+from service.client._multipart import MultipartUpload
 from service.client._ops_batch import BatchEntry, PutManyResult
 from service.client._ranges import ByteRange, ContentRange
 from service.client._stream import ObjectStream
 
 if _typing.TYPE_CHECKING:
-    from service.client._async_bucket import AsyncBucketClient, AsyncMultipartUpload
+    from service.client._async_bucket import AsyncBucketClient
     from service.client._async_client import (
         AsyncAccessKeys,
         AsyncBuckets,
@@ -99,6 +102,7 @@ if _typing.TYPE_CHECKING:
         AsyncUsers,
         AsyncVideos,
     )
+    from service.client._async_multipart import AsyncMultipartUpload
     from service.client._async_stream import AsyncObjectStream
 
 #: The asyncio names and the private module each comes from, imported on first use.
@@ -106,7 +110,7 @@ _ASYNC = {
     "AsyncAccessKeys": "_async_client",
     "AsyncBucketClient": "_async_bucket",
     "AsyncBuckets": "_async_client",
-    "AsyncMultipartUpload": "_async_bucket",
+    "AsyncMultipartUpload": "_async_multipart",
     "AsyncObjectStream": "_async_stream",
     "AsyncServiceClient": "_async_client",
     "AsyncUsers": "_async_client",

@@ -23,8 +23,9 @@ from service.client import _ops_admin as admin
 from service.client import _ops_objects as objects
 from service.client import _ops_upkeep as upkeep
 from service.client import _ops_videos as videos
-from service.client._async_bucket import AsyncBucketClient, AsyncMultipartUpload, Handle
-from service.client._async_io import AsyncDriver
+from service.client._async_bucket import AsyncBucketClient
+from service.client._async_io import AsyncDriver, Handle
+from service.client._async_multipart import AsyncMultipartUpload
 from service.client._base import ClientBase
 from service.client._documents import UNSET, Unset
 from service.client._models import (

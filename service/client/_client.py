@@ -25,7 +25,7 @@ from service.client import _ops_objects as objects
 from service.client import _ops_upkeep as upkeep
 from service.client import _ops_videos as videos
 from service.client._base import ClientBase
-from service.client._bucket import BucketClient, Handle, MultipartUpload
+from service.client._bucket import BucketClient
 from service.client._documents import UNSET, Unset
 from service.client._models import (
     AccessKey,
@@ -39,7 +39,8 @@ from service.client._models import (
     User,
 )
 from service.client._models_upkeep import LifecycleRun, ScrubStatus
-from service.client._sync_io import SyncDriver
+from service.client._multipart import MultipartUpload
+from service.client._sync_io import Handle, SyncDriver
 
 __all__ = [
     "AccessKeys",

@@ -23,6 +23,7 @@ __all__ = [
     "HEADER_RETRY_AFTER",
     "HEADER_VERSION_ID",
     "HEALTH_PATH",
+    "MAX_ACCESS_KEY_NAME",
     "MAX_BATCH_MEMBERS",
     "MAX_LIST_LIMIT",
     "MAX_PART_NUMBER",
@@ -35,10 +36,13 @@ __all__ = [
     "QUERY_PART_NUMBER",
     "QUERY_VERSION_ID",
     "SECRET_KEY_PREFIX",
+    "VIDEO_PLAY_PATH",
 ]
 
 API_PREFIX: Final = "/api/v1"
 HEALTH_PATH: Final = "/health"
+#: Shared video outputs: ``{VIDEO_PLAY_PATH}/{token}/{path}``, answered to any origin.
+VIDEO_PLAY_PATH: Final = API_PREFIX + "/videos/play"
 
 HEADER_REQUEST_ID: Final = "X-Request-Id"
 HEADER_CHECKSUM_SHA256: Final = "X-Checksum-Sha256"
@@ -63,6 +67,8 @@ MIN_PART_NUMBER: Final = 1
 MAX_PART_NUMBER: Final = 10_000
 MAX_LIST_LIMIT: Final = 1000
 MAX_PRESIGN_EXPIRES_SECONDS: Final = 604_800
+#: Characters in an access key's ``name`` (where the contract is silent).
+MAX_ACCESS_KEY_NAME: Final = 128
 
 #: A batch upload (an endpoint added beyond the contract: docs/batch.md): members per request,
 #: and the pax records that carry a member's content type, SHA-256 and custom metadata.

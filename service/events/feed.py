@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 from fsseam.fs import FileSystem
 from service.common.timefmt import rfc3339_ms
 from service.events.log import EventLog
-from service.meta import ObjectVersion, Outcome, events
+from service.meta import ObjectVersion, Outcome, records
 
 log = logging.getLogger("service.events")
 
@@ -75,9 +75,9 @@ def derive(sequence: int, event: Mapping[str, Any], outcome: Outcome) -> dict[st
     version = outcome.value
     if not outcome.ok or not isinstance(version, ObjectVersion):
         return None
-    if kind in (events.OBJECT_STORED, events.UPLOAD_COMPLETED):
+    if kind in (records.OBJECT_STORED, records.UPLOAD_COMPLETED):
         event_type = CREATED
-    elif kind == events.OBJECT_DELETED:
+    elif kind == records.OBJECT_DELETED:
         if event.get("version_id") is not None:
             event_type = VERSION_DELETED
         elif version.is_delete_marker:

@@ -13,6 +13,7 @@ Thread-safety: handlers live on the event-loop thread.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import time
@@ -23,7 +24,7 @@ import tornado.web
 from tornado.http1connection import HTTP1Connection
 
 from service.auth import Action, Principal, Resource, Scope, authorize
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, ServiceError
 from service.common.wire import HEADER_REQUEST_ID
 from service.context import AppContext
 from service.http.admission import ClientGone, slots_refusal, wait_while_connected
@@ -32,17 +33,18 @@ from service.http.cross_site import cross_site_refusal
 from service.http.json_body import load_json_object
 from service.http.request_contract import (
     JSON_TYPE,
-    SERVER_NAME,
     new_request_id,
     record_finished,
     render_error,
     request_id_for,
+    response_head,
     tornado_error,
     valid_request_id,
 )
 from service.http.served_content import SANDBOX_HEADERS
 from service.limits.fair_slots import SlotsFull
 from service.meta import MetaState
+from service.observability import FinishedRequest
 
 log = logging.getLogger("service.http")
 
@@ -51,6 +53,7 @@ BODYLESS_METHODS = ("GET", "HEAD", "DELETE")
 __all__ = [
     "BODYLESS_METHODS",
     "ApiHandler",
+    "Home",
     "NotFoundHandler",
     "authorize_action",
     "new_request_id",
@@ -76,12 +79,25 @@ def authorize_action(
         authorize(principal, action, Resource.service())
 
 
+class Home(enum.Enum):
+    """Where a route's answer lives (``ApiHandler.home``)."""
+
+    ANY = "any serving process"
+    """What every process holds: the payloads and the object index."""
+    JOURNAL = "the process that writes the journal"
+    """Its memory: the event feed, the job runner, the login throttle, the creations in
+    flight, the carried hashes of multipart uploads, every process's figures. A process
+    without it forwards the request there (``service.procs.forward``)."""
+
+
 class ApiHandler(tornado.web.RequestHandler):
     """Base of every API handler."""
 
     ctx: AppContext
     route_name: str = "unknown"
     """The route template used as the metrics label (never the raw path)."""
+    home: Home = Home.ANY
+    """Where the answer lives; a route of ``Home.JOURNAL`` is forwarded by a worker."""
     public: bool = False
     """Served without credentials (health, presigned and share requests decide themselves)."""
     principal: Principal
@@ -100,7 +116,8 @@ class ApiHandler(tornado.web.RequestHandler):
         self.bytes_out = 0
         self.holds_upload_slot = False
         self.holds_stream_slot = False
-        self.set_header(HEADER_REQUEST_ID, self.request_id)
+        for name, value in response_head(self.request_id):
+            self.set_header(name, value)
         self.cors_headers = ctx.cors.headers(self.request.headers.get("Origin"))
         for name, value in self.cors_headers:
             self.set_header(name, value)
@@ -212,19 +229,20 @@ class ApiHandler(tornado.web.RequestHandler):
             connection.close()  # type: ignore[attr-defined]
 
     def set_default_headers(self) -> None:
-        self.set_header("Server", SERVER_NAME)
         self.set_header("Cache-Control", "no-store")
         for name, value in SANDBOX_HEADERS:  # no answer of the API is a page that runs
             self.set_header(name, value)
 
     def clear(self) -> None:
-        """Reset headers and body (Tornado calls this before an error) but keep the request
-        id and the CORS headers; the body bytes counted so far are dropped with the body."""
+        """Reset headers and body (Tornado calls this before an error) but keep the head
+        (``response_head``) and the CORS headers; the body bytes counted so far are dropped
+        with the body."""
         super().clear()
         self.bytes_out = 0
         request_id = getattr(self, "request_id", None)
         if request_id:
-            self.set_header(HEADER_REQUEST_ID, request_id)
+            for name, value in response_head(request_id):
+                self.set_header(name, value)
         for name, value in getattr(self, "cors_headers", ()):
             self.set_header(name, value)
 
@@ -249,21 +267,23 @@ class ApiHandler(tornado.web.RequestHandler):
 
     # -- errors -----------------------------------------------------------------------
 
-    def send_api_error(self, error: ApiError) -> None:
+    def send_api_error(
+        self, error: ServiceError, extra_headers: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         """Answer with ``error`` in the contract's shape (headers only for HEAD)."""
         if self._finished:
             return
         self.clear()
         answer = render_error(error, self.request_id, with_body=self.request.method != "HEAD")
         self.set_status(answer.status)
-        for name, value in answer.headers:
+        for name, value in (*answer.headers, *extra_headers):
             self.set_header(name, value)
         self.finish(answer.body or None)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc_info = kwargs.get("exc_info")
         error = exc_info[1] if exc_info else None
-        if isinstance(error, ApiError):
+        if isinstance(error, ServiceError):
             self.send_api_error(error)
             return
         if isinstance(error, tornado.web.HTTPError):
@@ -273,7 +293,7 @@ class ApiHandler(tornado.web.RequestHandler):
         self.send_api_error(ApiError("InternalError", "internal error"))
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        if isinstance(value, ApiError):
+        if isinstance(value, ServiceError):
             return
         if isinstance(value, tornado.web.HTTPError) and value.status_code < 500:
             return
@@ -287,15 +307,17 @@ class ApiHandler(tornado.web.RequestHandler):
             self.ctx.requests_in_flight,
             self.ctx,
             self,
-            request_id=self.request_id,
-            route=self.route_name,
-            method=self.request.method or "-",
-            status=self.get_status(),
-            started_at=self.started_at,
-            bytes_in=self.bytes_in or len(self.request.body or b""),
-            bytes_out=self.bytes_out,
-            credential=self.credential_id,
-            remote=self.request.remote_ip,
+            FinishedRequest(
+                self.request_id,
+                self.request.method or "-",
+                self.route_name,
+                self.get_status(),
+                self.bytes_in or len(self.request.body or b""),
+                self.bytes_out,
+                time.perf_counter() - self.started_at,
+                self.credential_id,
+                self.request.remote_ip,
+            ),
         )
 
     def on_connection_close(self) -> None:

@@ -18,7 +18,7 @@ import asyncio
 from typing import Any
 
 from service.auth import Action
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, status_of
 from service.common.names import key_problem
 from service.common.numbers import MAX_DIGITS, require_int
 from service.http.body_pipe import BodyPipe, in_own_thread
@@ -57,7 +57,7 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
         error = outcome.error
         return {
             "key": outcome.key,
-            "error": {"code": error.code, "message": error.message, "status": error.status},
+            "error": {"code": error.code, "message": error.message, "status": status_of(error)},
         }
     return object_json(outcome.version)
 

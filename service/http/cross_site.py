@@ -29,8 +29,8 @@ from urllib.parse import urlsplit
 from tornado.httputil import HTTPServerRequest
 
 from service.common.api_errors import ApiError
-from service.http.cors import CorsPolicy
 from service.http.host import HOST_NAME, split_host
+from service.limits.cors import CorsPolicy
 
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -10,7 +10,7 @@ the same error body; it ends too when the bucket is deleted. A comment line ever
 away.
 
 A stream is not counted among the requests a graceful stop waits for (it never ends by
-itself); the stop ends it (``service.http.open_streams``): the response finishes cleanly and
+itself); the stop ends it (``service.limits.open_streams``): the response finishes cleanly and
 the client reconnects with ``Last-Event-ID``.
 """
 
@@ -20,7 +20,7 @@ from tornado.iostream import StreamClosedError
 
 from service.auth import Action
 from service.common.api_errors import ApiError
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 from service.http.request_contract import render_error
 from service.ops.buckets import require_bucket
 
@@ -46,6 +46,7 @@ def expired(after: int, covered_after: int) -> ApiError:
 
 class BucketEventsHandler(ApiHandler):
     route_name = "/api/v1/buckets/{bucket}/events"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET",)
 
     def _resume_after(self) -> int | None:
@@ -73,11 +74,7 @@ class BucketEventsHandler(ApiHandler):
         try:
             self.write(": stream of object events\n\n")
             await self.flush()
-            while (
-                not streams.stopping
-                and engine.journal is not None
-                and engine.state.get_bucket(bucket) is not None
-            ):
+            while not streams.stopping and engine.state.get_bucket(bucket) is not None:
                 try:
                     items, after = await feed.read(after, engine.executor, bucket)
                 except LookupError:

@@ -31,8 +31,9 @@ from tornado.http1connection import HTTP1Connection
 from tornado.iostream import StreamClosedError
 
 from fsseam.fs import ReadableFile
+from service.common.sizes import CHUNK_BYTES
 
-BUFFER_BYTES = 256 * 1024
+BUFFER_BYTES = CHUNK_BYTES
 _MAX_BYTES_PER_JOB = 64 * 1024 * 1024
 WRITABLE_WAIT_MS = 10
 """How long an executor thread waits for a full socket buffer to drain before it hands the

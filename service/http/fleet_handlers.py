@@ -32,18 +32,16 @@ from service.auth.job_tokens import JobClaims, Use, verify_job_token
 from service.auth.policy import JobGrant
 from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms, rfc3339_ms
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 from service.http.batch_handlers import BatchHandler
 from service.http.body_pipe import in_own_thread
 from service.http.job_credentials import job_uploads_held
 from service.http.streaming import StreamingBodyHandler
 from service.http.videos import job_json
+from service.media.fleet_book import MAX_ERROR_CHARS, MAX_NAME_CHARS
 from service.media.fleet_outputs import open_output_uploads
 from service.media.fleet_runner import FleetJobRunner, Grant
 from service.ops.batch import BatchLimits, Staged, stage_batch
-
-MAX_NAME_CHARS = 200
-MAX_ERROR_CHARS = 2000
 
 
 def worker_json(record: Any) -> dict[str, Any]:
@@ -67,6 +65,7 @@ def _text(body: dict[str, Any], name: str, limit: int) -> str:
 class AttemptHandler(ApiHandler):
     """Base of the attempt routes: the fleet runner and the job token of the request."""
 
+    home = Home.JOURNAL  # the fleet runner and its leases live in the journal's process
     SUPPORTED_METHODS = ("POST",)
     use: Use = "lease"
     job_claims: JobClaims
@@ -247,6 +246,7 @@ def _seen(job: asyncio.Future[Any]) -> None:
 
 class WorkersHandler(ApiHandler):
     route_name = "/api/v1/videos/workers"
+    home = Home.JOURNAL  # the worker records are the fleet runner's memory
     SUPPORTED_METHODS = ("GET",)
 
     def get(self) -> None:

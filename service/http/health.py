@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from service import __version__
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 
 
 class HealthHandler(ApiHandler):
     route_name = "/health"
+    home = Home.JOURNAL
     public = True
     SUPPORTED_METHODS = ("GET", "HEAD")
 

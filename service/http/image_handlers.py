@@ -25,17 +25,16 @@ from service.common.header_fields import validate_custom_metadata
 from service.http.base import ApiHandler
 from service.http.identity import require_string
 from service.http.served_content import served_headers
-from service.media.image_variants import Variant
-from service.media.images import (
+from service.media.image_params import (
     ImageError,
     ImageParameterError,
     ImageParams,
-    ImageTooLargeError,
-    UndecodableImageError,
     default_target_key,
     parse_json,
     parse_query,
 )
+from service.media.image_variants import Variant
+from service.media.images import ImageTooLargeError, UndecodableImageError
 from service.meta import ObjectVersion
 from service.ops.objects import PutIntent, require_key, resolve_version, store_server_made
 

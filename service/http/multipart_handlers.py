@@ -17,15 +17,15 @@ from service.common.wire import (
     NULL_VERSION_ID,
     QUERY_PART_NUMBER,
 )
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 from service.http.bucket_handlers import decode_cursor, encode_cursor, parse_limit
-from service.http.caps import MAX_OPEN_UPLOADS_PER_USER
 from service.http.job_credentials import job_uploads_held
 from service.http.object_handlers import parse_expected_sha256
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
+from service.limits.caps import MAX_OPEN_UPLOADS_PER_USER
 from service.meta import PartInfo, UploadSession
-from service.multipart.in_place import Claim, direct_parts_of
+from service.multipart.in_place import Claim
 from service.multipart.operations import (
     abort_upload,
     complete_upload,
@@ -59,6 +59,7 @@ def part_json(part: PartInfo) -> dict[str, Any]:
 
 class MultipartInitHandler(ApiHandler):
     route_name = "/api/v1/multipart/init"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("POST",)
 
     async def post(self) -> None:
@@ -134,6 +135,7 @@ def session_marker(cursor: str | None) -> tuple[str, int, str] | None:
 
 class MultipartSessionHandler(ApiHandler):
     route_name = "/api/v1/multipart/{upload_id}"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "DELETE")
 
     def session(self, upload_id: str, action: Action) -> UploadSession:
@@ -150,19 +152,20 @@ class MultipartSessionHandler(ApiHandler):
 
     async def delete(self, upload_id: str) -> None:
         session = self.session(upload_id, Action.MULTIPART_ABORT)
-        await abort_upload(self.ctx.engine, session)
+        await abort_upload(self.ctx.uploads, session)
         self.set_status(204)
         self.finish()
 
 
 class MultipartCompleteHandler(ApiHandler):
     route_name = "/api/v1/multipart/{upload_id}/complete"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("POST",)
 
     async def post(self, upload_id: str) -> None:
         session = open_session(self.ctx.engine, upload_id)
         self.authorize(Action.MULTIPART_COMPLETE, bucket=session.bucket)
-        version = await complete_upload(self.ctx.engine, session, self.json_body())
+        version = await complete_upload(self.ctx.uploads, session, self.json_body())
         self.ctx.performance.record_stored(1, version.size)  # one object stored, as a PUT
         self.set_header("ETag", f'"{version.sha256}"')
         self.set_header(HEADER_VERSION_ID, version.version_id or NULL_VERSION_ID)
@@ -195,7 +198,7 @@ class MultipartPartHandler(StreamingBodyHandler):
         engine.ensure_writable()
         self.upload_session = session
         room = part_quota_room(engine, session)
-        direct = direct_parts_of(engine)
+        direct = self.ctx.uploads.in_place
         self.claim = await direct.claim(session, self.part_number, self.declared_length())
         create = None if self.claim is None else direct.writer(self.claim)
         try:
@@ -215,7 +218,7 @@ class MultipartPartHandler(StreamingBodyHandler):
         try:
             staged, _, _ = await self.finish_body()
             part = await store_part(
-                self.ctx.engine,
+                self.ctx.uploads,
                 self.upload_session,
                 self.part_number,
                 staged,
@@ -238,4 +241,4 @@ class MultipartPartHandler(StreamingBodyHandler):
     def release_claim(self) -> None:
         claim, self.claim = self.claim, None
         if claim is not None:
-            direct_parts_of(self.ctx.engine).release(claim)
+            self.ctx.uploads.in_place.release(claim)

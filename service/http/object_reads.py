@@ -41,8 +41,8 @@ from tornado.iostream import StreamClosedError
 
 from service.auth import Action, Principal
 from service.auth.policy import authorize_key
-from service.common.api_errors import ApiError
-from service.common.timefmt import http_date, now_ms
+from service.common.api_errors import ApiError, ServiceError
+from service.common.sizes import CHUNK_BYTES
 from service.common.wire import HEADER_REQUEST_ID, QUERY_VERSION_ID
 from service.context import AppContext
 from service.http.authn import authenticate, is_presigned, presigned_principal
@@ -50,18 +50,19 @@ from service.http.base import authorize_action
 from service.http.file_body import send_file_body
 from service.http.read_plan import ReadPlan, plan_read
 from service.http.request_contract import (
-    SERVER_NAME,
     record_finished,
     render_error,
     request_id_for,
+    response_head,
 )
 from service.meta import ObjectVersion
+from service.observability import FinishedRequest
 from service.ops.objects import read_small_window, read_window_now, resolve_version
 
 log = logging.getLogger("service.http")
 
 READ_METHODS = ("GET", "HEAD")
-SMALL_BODY_BYTES = 256 * 1024
+SMALL_BODY_BYTES = CHUNK_BYTES
 """Bodies up to this size are read in one piece (or come from the payload cache); larger
 ones stream through ``send_file_body``."""
 
@@ -201,7 +202,7 @@ class ObjectRead(HTTPMessageDelegate):
 
     def fail(self, error: Exception) -> None:
         """Answer a refusal in the contract's shape; log anything unexpected."""
-        if isinstance(error, ApiError):
+        if isinstance(error, ServiceError):
             self.send_error(error)
         elif isinstance(error, StreamClosedError):
             return
@@ -217,15 +218,17 @@ class ObjectRead(HTTPMessageDelegate):
             self.ctx.requests_in_flight,
             self.ctx,
             self,
-            request_id=self.request_id,
-            route=self.router.route_name,
-            method=self.request.method or "-",
-            status=self.status,
-            started_at=self.started_at,
-            bytes_in=0,
-            bytes_out=self.bytes_out,
-            credential=self.credential_id,
-            remote=self.request.remote_ip,
+            FinishedRequest(
+                self.request_id,
+                self.request.method or "-",
+                self.router.route_name,
+                self.status,
+                0,
+                self.bytes_out,
+                time.perf_counter() - self.started_at,
+                self.credential_id,
+                self.request.remote_ip,
+            ),
         )
 
     def answer(self) -> Coroutine[Any, Any, None] | None:
@@ -305,9 +308,8 @@ class ObjectRead(HTTPMessageDelegate):
         """Write the status line, the server's headers and ``headers``, then ``body``."""
         self.status = status
         response = HTTPHeaders()
-        response["Server"] = SERVER_NAME
-        response["Date"] = http_date(now_ms() // 1000 * 1000)
-        response[HEADER_REQUEST_ID] = self.request_id
+        for name, value in response_head(self.request_id):
+            response[name] = value
         origin = self.request.headers.get("Origin")
         for name, value in self.ctx.cors.headers(origin, public=self.router.any_origin):
             response[name] = value
@@ -316,7 +318,7 @@ class ObjectRead(HTTPMessageDelegate):
         start = ResponseStartLine("HTTP/1.1", status, responses.get(status, "Unknown"))
         return self.connection.write_headers(start, response, body)
 
-    def send_error(self, error: ApiError) -> None:
+    def send_error(self, error: ServiceError) -> None:
         """Answer with ``error`` in the contract's shape (``request_contract``)."""
         answer = render_error(error, self.request_id, with_body=self.request.method != "HEAD")
         body = answer.body

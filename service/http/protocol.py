@@ -41,10 +41,9 @@ from tornado.http1connection import (
 )
 
 from service.common.api_errors import ApiError
-from service.common.timefmt import http_date, now_ms
 from service.common.wire import HEADER_REQUEST_ID
 from service.http.host import host_problem
-from service.http.request_contract import SERVER_NAME, render_error
+from service.http.request_contract import SERVER_NAME, render_error, response_head
 
 log = logging.getLogger("service.http")
 
@@ -94,11 +93,9 @@ def refusal_bytes(error: ApiError, request_id: str) -> bytes:
     reason = responses.get(answer.status, "Error")
     lines = [
         f"HTTP/1.1 {answer.status} {reason}",
-        f"Server: {SERVER_NAME}",
-        f"Date: {http_date(now_ms())}",
+        *(f"{name}: {value}" for name, value in response_head(request_id)),
         *(f"{name}: {value}" for name, value in answer.headers),
         f"Content-Length: {len(answer.body)}",
-        f"X-Request-Id: {request_id}",
         "Connection: close",
     ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + answer.body

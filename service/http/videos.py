@@ -27,8 +27,9 @@ from service.auth import Action, Principal, Resource, is_allowed, validate_expir
 from service.common.api_errors import ApiError
 from service.common.header_fields import validate_custom_metadata
 from service.common.timefmt import rfc3339_ms
+from service.common.wire import VIDEO_PLAY_PATH
 from service.context import AppContext
-from service.http.base import ApiHandler, authorize_action
+from service.http.base import ApiHandler, Home, authorize_action
 from service.http.object_reads import ReadTarget
 from service.http.render import object_json
 from service.media.video_errors import (
@@ -50,11 +51,10 @@ from service.media.video_shares import (
     resolve_playback,
     revoke_share,
 )
-from service.meta import VideoJob, events
+from service.meta import VideoJob, records
 from service.ops.buckets import require_bucket
 
 DEFAULT_SHARE_SECONDS = 3600
-PLAY_PATH = "/api/v1/videos/play"
 
 
 def as_api_error(error: VideoError) -> ApiError:
@@ -133,6 +133,7 @@ class ThumbnailHandler(VideoHandler):
 
 class JobsHandler(VideoHandler):
     route_name = "/api/v1/videos/jobs"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "POST")
 
     async def post(self) -> None:
@@ -155,9 +156,9 @@ class JobsHandler(VideoHandler):
     def get(self) -> None:
         bucket = self.get_query_argument("bucket", None, strip=False) or None
         status = self.get_query_argument("status", None, strip=False) or None
-        if status is not None and status not in events.JOB_STATUSES:
+        if status is not None and status not in records.JOB_STATUSES:
             raise ApiError(
-                "InvalidArgument", f"status must be one of {', '.join(events.JOB_STATUSES)}"
+                "InvalidArgument", f"status must be one of {', '.join(records.JOB_STATUSES)}"
             )
         state = self.ctx.engine.state
         if bucket is not None:
@@ -176,6 +177,7 @@ class JobsHandler(VideoHandler):
 
 class JobHandler(VideoHandler):
     route_name = "/api/v1/videos/jobs/{job_id}"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "DELETE")
 
     def get(self, job_id: str) -> None:
@@ -216,7 +218,7 @@ class SharesHandler(VideoHandler):
             ),
             now=time.time(),
         )
-        base = f"{self.public_base()}{PLAY_PATH}/{token}/"
+        base = f"{self.public_base()}{VIDEO_PLAY_PATH}/{token}/"
         urls = {
             f"{kind}_url": None
             if job.outputs.get(kind) is None

@@ -29,7 +29,8 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-from fsseam.fs import FileSystem, make_dirs_durably
+from fsseam.durable import make_dirs_durably
+from fsseam.fs import FileSystem
 from journal import Journal
 from journal.framing import encode_event
 from journal.snapshot import SnapshotReader

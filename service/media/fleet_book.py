@@ -17,6 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+MAX_NAME_CHARS = 200
+"""Longest worker name or host a claim may give."""
+MAX_ERROR_CHARS = 2000
+"""Longest error a worker's ``fail`` may report."""
+
 
 @dataclass
 class Lease:

@@ -38,7 +38,7 @@ from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
 from service.media.video_outputs import content_type_for, is_output_name
-from service.meta import events
+from service.meta import records
 from service.multipart.operations import recommended_part_size
 from service.ops.batch import MemberFailure, Staged, StagedMember
 from service.ops.buckets import outcome_error, require_bucket
@@ -89,7 +89,7 @@ async def _open_one(engine: Engine, owner: str, member: StagedMember) -> OutputU
     at = now_ms()
     size, sha256 = member.staged.size, member.staged.sha256
     started = await engine.commit(
-        events.upload_started(
+        records.upload_started(
             upload_id=upload_id,
             bucket=member.intent.bucket,
             key=member.intent.key,
@@ -105,7 +105,7 @@ async def _open_one(engine: Engine, owner: str, member: StagedMember) -> OutputU
         await _discard(engine, [member])  # named by no record
         raise outcome_error(started)
     stored = await engine.commit(
-        events.part_stored(
+        records.part_stored(
             upload_id=upload_id,
             part_number=1,
             payload_id=member.payload_id,

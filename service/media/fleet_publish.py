@@ -20,17 +20,17 @@ import logging
 
 from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms
-from service.engine.core import Engine
 from service.media.video_jobs import remove_outputs
 from service.media.video_outputs import MASTERS, store_order
-from service.meta import VideoJob, events
+from service.meta import VideoJob, records
 from service.multipart.operations import abort_upload, complete_upload
+from service.multipart.uploads import Uploads
 
 log = logging.getLogger("service.media")
 
 
 async def abort_sessions(
-    engine: Engine,
+    uploads: Uploads,
     job: VideoJob,
     *,
     keep: frozenset[str] = frozenset(),
@@ -38,25 +38,27 @@ async def abort_sessions(
 ) -> int:
     """Abort the open multipart sessions under the job's prefix (those in ``only``, when
     given) but those in ``keep``; how many."""
+    engine = uploads.engine
     aborted = 0
     for session in engine.state.uploads(job.bucket):
         if not session.key.startswith(job.output_prefix) or session.upload_id in keep:
             continue
         if only is not None and session.upload_id not in only:
             continue
-        if session.upload_id in engine.uploads_completing:
+        if session.upload_id in uploads.completing:
             continue
         with contextlib.suppress(ApiError):
-            await abort_upload(engine, session)
+            await abort_upload(uploads, session)
             aborted += 1
     return aborted
 
 
-async def publish(engine: Engine, job: VideoJob) -> VideoJob | None:
+async def publish(multipart: Uploads, job: VideoJob) -> VideoJob | None:
     """Complete an accepted attempt's sessions and journal the job's verdict; the finished
     job, or None if it could not be journaled (read-only, or deleted meanwhile)."""
+    engine = multipart.engine
     uploads = dict(job.publishing or {})
-    await abort_sessions(engine, job, keep=frozenset(uploads.values()))
+    await abort_sessions(multipart, job, keep=frozenset(uploads.values()))
     error = None
     for name in store_order(uploads):
         session = engine.state.get_upload(uploads[name])
@@ -65,7 +67,7 @@ async def publish(engine: Engine, job: VideoJob) -> VideoJob | None:
         parts = engine.state.upload_parts(session.upload_id)
         manifest = {"parts": [{"part_number": p.part_number, "etag": p.sha256} for p in parts]}
         try:
-            await complete_upload(engine, session, manifest)
+            await complete_upload(multipart, session, manifest)
         except ApiError as failure:
             if engine.read_only_reason is not None:
                 return None
@@ -82,9 +84,9 @@ async def publish(engine: Engine, job: VideoJob) -> VideoJob | None:
     if error:  # as the embedded runner does: a failed job leaves no output behind
         with contextlib.suppress(ApiError):
             await remove_outputs(engine, job)
-            await abort_sessions(engine, job)
+            await abort_sessions(multipart, job)
     outputs = {kind: job.output_prefix + name for kind, name in MASTERS.items() if name in uploads}
-    event = events.video_attempt_finished(
+    event = records.video_attempt_finished(
         job_id=job.job_id,
         attempt=job.attempts,
         status="failed" if error else "completed",

@@ -41,14 +41,14 @@ from typing import Any
 from service.auth.job_tokens import JobClaims, issue_job_token
 from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms
-from service.engine.core import Engine
 from service.media.fleet_book import Lease, Leases, WorkerBook
 from service.media.fleet_publish import abort_sessions, publish
 from service.media.fleet_queue import FleetQueue
 from service.media.video_outputs import MASTERS, is_output_name
-from service.meta import VideoJob, events
+from service.meta import VideoJob, records
 from service.meta.video_state import FINISHED
 from service.multipart.operations import check_manifest, parse_manifest
+from service.multipart.uploads import Uploads
 
 log = logging.getLogger("service.media")
 
@@ -89,14 +89,16 @@ class FleetJobRunner:
 
     def __init__(
         self,
-        engine: Engine,
+        uploads: Uploads,
         *,
         queue_url: str,
         lease_seconds: float,
         server_secret: bytes,
         max_pixels: int,
     ) -> None:
-        self._engine = engine
+        self._engine = uploads.engine
+        self._uploads = uploads
+        """The multipart uploads the attempts' outputs are (aborted, published)."""
         self._secret = server_secret
         self.max_pixels = max_pixels
         self.leases = Leases(lease_seconds)
@@ -179,7 +181,7 @@ class FleetJobRunner:
             return
         if job.active:
             await self._end_attempt(job, "cancelled")
-        await abort_sessions(self._engine, job)
+        await abort_sessions(self._uploads, job)
 
     # -- the attempt API (service.http.fleet_handlers) ----------------------------------
 
@@ -194,7 +196,7 @@ class FleetJobRunner:
         ):
             raise _stale(job.job_id, claims.attempt)
         outcome = await self._engine.commit(
-            events.video_attempt_started(
+            records.video_attempt_started(
                 job_id=job.job_id, attempt=claims.attempt, worker=worker, host=host, at=now_ms()
             )
         )
@@ -226,17 +228,17 @@ class FleetJobRunner:
         try:
             job, lease = self._running(claims)
         except ApiError:
-            await abort_sessions(self._engine, job, only=_named_uploads(body))
+            await abort_sessions(self._uploads, job, only=_named_uploads(body))
             raise
         uploads = self._parse_outputs(job, body)
         self.leases.drop(job.job_id)
         outcome = await self._engine.commit(
-            events.video_attempt_accepted(
+            records.video_attempt_accepted(
                 job_id=job.job_id, attempt=claims.attempt, uploads=uploads, at=now_ms()
             )
         )
         if not outcome.ok or not isinstance(outcome.value, VideoJob):
-            await abort_sessions(self._engine, job, only=frozenset(uploads.values()))
+            await abort_sessions(self._uploads, job, only=frozenset(uploads.values()))
             raise _stale(job.job_id, claims.attempt)
         self.workers.seen(lease.worker, None, now_ms())
         return await self._finished(outcome.value)
@@ -246,7 +248,7 @@ class FleetJobRunner:
         job, lease = self._running(claims)
         self.leases.drop(job.job_id)
         outcome = await self._engine.commit(
-            events.video_attempt_finished(
+            records.video_attempt_finished(
                 job_id=job.job_id,
                 attempt=claims.attempt,
                 status="failed",
@@ -258,7 +260,7 @@ class FleetJobRunner:
         if not outcome.ok or not isinstance(outcome.value, VideoJob):
             raise _stale(job.job_id, claims.attempt)
         self.workers.ended(lease.worker, job.job_id, "failed")
-        await abort_sessions(self._engine, outcome.value)
+        await abort_sessions(self._uploads, outcome.value)
         log.info("video job %s failed on %s: %s", job.job_id, lease.worker, error)
         return outcome.value
 
@@ -314,7 +316,7 @@ class FleetJobRunner:
     def _publish(self, job: VideoJob) -> asyncio.Task[VideoJob | None]:
         task = self._publishing.get(job.job_id)
         if task is None:
-            task = asyncio.create_task(publish(self._engine, job))
+            task = asyncio.create_task(publish(self._uploads, job))
             self._publishing[job.job_id] = task
             task.add_done_callback(lambda _: self._publishing.pop(job.job_id, None))
         return task
@@ -338,7 +340,7 @@ class FleetJobRunner:
     async def _end_attempt(self, job: VideoJob, reason: str) -> bool:
         lease = self.leases.drop(job.job_id)
         outcome = await self._engine.commit(
-            events.video_attempt_ended(
+            records.video_attempt_ended(
                 job_id=job.job_id, attempt=job.attempts, reason=reason, at=now_ms()
             )
         )
@@ -379,7 +381,7 @@ class FleetJobRunner:
                 )
                 ended = engine.state.media.job(job_id)
                 if ended is not None:
-                    await abort_sessions(engine, ended)
+                    await abort_sessions(self._uploads, ended)
                 self.submit(job_id)
         await self._check_redis()
         await self._send_unsent()

@@ -43,7 +43,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from fsseam.fs import RealFileSystem
-from service.media.images import ImageParams, RenderedImage, configure_pillow, render
+from service.media.image_params import ImageParams
+from service.media.images import RenderedImage, configure_pillow, render
 
 MAX_RENDERS_PER_WORKER = 16
 IDLE_SECONDS = 2.0

@@ -18,6 +18,7 @@ from service.media.fleet_runner import FleetJobRunner
 from service.media.video_jobs import JobRunner
 from service.media.video_runner import VideoJobRunner
 from service.meta import VideoJob
+from service.multipart.uploads import Uploads
 
 
 class ServerJobRunner(JobRunner, Protocol):
@@ -31,11 +32,13 @@ class ServerJobRunner(JobRunner, Protocol):
     def progress(self, job: VideoJob) -> float: ...
 
 
-def make_job_runner(config: Config, engine: Engine, server_secret: bytes) -> ServerJobRunner:
+def make_job_runner(
+    config: Config, engine: Engine, server_secret: bytes, uploads: Uploads
+) -> ServerJobRunner:
     """The runner ``config`` asks for (not started)."""
     if config.media_queue:
         return FleetJobRunner(
-            engine,
+            uploads,
             queue_url=config.media_queue,
             lease_seconds=config.media_lease,
             server_secret=server_secret,

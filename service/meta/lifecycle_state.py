@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.meta import events, fields
+from service.meta import fields, records
 from service.meta.fields import MalformedEventError
 from service.meta.model import NULL_VERSION_ID, ObjectVersion
 from service.meta.outcome import Outcome, accepted, rejected
@@ -155,7 +155,7 @@ class Lifecycle:
         self._rules: dict[str, tuple[LifecycleRule, ...]] = {}
 
     def handlers(self) -> dict[str, Handler]:
-        return {events.LIFECYCLE_CONFIGURED: self._configured}
+        return {records.LIFECYCLE_CONFIGURED: self._configured}
 
     def images(self) -> dict[str, list[dict[str, Any]]]:
         """The rules as documents, bucket by bucket (for a snapshot)."""

@@ -4,7 +4,7 @@ A bucket's webhooks are replaced as a whole by one ``NotificationsConfigured`` e
 empty list removes them); ``MetaState`` dispatches the event here and calls
 ``forget_bucket`` when a bucket is deleted. A webhook is named by ``(bucket, id)``: one that
 keeps its id across a replacement keeps its ``start_after`` (and so its delivery cursor,
-``service.events.webhooks``); a new one starts after the event's ``after_sequence``.
+``service.upkeep.webhooks``); a new one starts after the event's ``after_sequence``.
 
 The secret is journaled (it signs every delivery, so the server needs it in the clear) and
 never returned by the API.
@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.meta import events, fields
+from service.meta import fields, records
 from service.meta.fields import MalformedEventError
 from service.meta.outcome import Outcome, accepted, rejected
 
@@ -77,7 +77,7 @@ class Notifications:
         self._webhooks: dict[str, tuple[Webhook, ...]] = {}
 
     def handlers(self) -> dict[str, Handler]:
-        return {events.NOTIFICATIONS_CONFIGURED: self._configured}
+        return {records.NOTIFICATIONS_CONFIGURED: self._configured}
 
     def images(self) -> dict[str, list[dict[str, Any]]]:
         """The webhooks as documents, bucket by bucket (for a snapshot)."""

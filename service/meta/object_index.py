@@ -128,12 +128,6 @@ class ObjectIndex:
         elif now and not was:
             self._visible[bucket].add(key)
 
-    def iter_versions(self) -> Iterator[ObjectVersion]:
-        """Every version of every bucket."""
-        for versions_by_key in self._versions.values():
-            for versions in versions_by_key.values():
-                yield from versions
-
     def image(self) -> dict[str, BucketImage]:
         """Private copies of every bucket's containers (no record is copied)."""
         return {

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from service.meta import events, fields
+from service.meta import fields, records
 from service.meta.accounts import Accounts
 from service.meta.fields import MalformedEventError
 from service.meta.frozen import FrozenState, Versions
@@ -92,12 +92,12 @@ class MetaState:
         self._lifecycle = Lifecycle(self._buckets.__contains__)
         self._notifications = Notifications(self._buckets.__contains__)
         self._handlers: dict[str, Handler] = {
-            events.SERVER_INITIALIZED: self._server_initialized,
-            events.BUCKET_CREATED: self._bucket_created,
-            events.BUCKET_UPDATED: self._bucket_updated,
-            events.BUCKET_DELETED: self._bucket_and_its_jobs_deleted,
-            events.OBJECT_STORED: self._object_stored,
-            events.OBJECT_DELETED: self._object_deleted,
+            records.SERVER_INITIALIZED: self._server_initialized,
+            records.BUCKET_CREATED: self._bucket_created,
+            records.BUCKET_UPDATED: self._bucket_updated,
+            records.BUCKET_DELETED: self._bucket_and_its_jobs_deleted,
+            records.OBJECT_STORED: self._object_stored,
+            records.OBJECT_DELETED: self._object_deleted,
             **self._uploads.handlers(),
             **self._accounts.handlers(),
             **self._media.handlers(),

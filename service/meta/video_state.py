@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from service.meta import events, fields
+from service.meta import fields, records
 from service.meta.fields import MalformedEventError
 from service.meta.model import VideoJob, VideoShare
 from service.meta.outcome import Outcome, accepted, rejected
@@ -82,15 +82,15 @@ class Media:
 
     def handlers(self) -> dict[str, Handler]:
         return {
-            events.VIDEO_JOB_CREATED: self._job_created,
-            events.VIDEO_JOB_UPDATED: self._job_updated,
-            events.VIDEO_JOB_DELETED: self._job_deleted,
-            events.VIDEO_ATTEMPT_STARTED: self._attempt_started,
-            events.VIDEO_ATTEMPT_ENDED: self._attempt_ended,
-            events.VIDEO_ATTEMPT_ACCEPTED: self._attempt_accepted,
-            events.VIDEO_ATTEMPT_FINISHED: self._attempt_finished,
-            events.VIDEO_SHARE_CREATED: self._share_created,
-            events.VIDEO_SHARE_REVOKED: self._share_revoked,
+            records.VIDEO_JOB_CREATED: self._job_created,
+            records.VIDEO_JOB_UPDATED: self._job_updated,
+            records.VIDEO_JOB_DELETED: self._job_deleted,
+            records.VIDEO_ATTEMPT_STARTED: self._attempt_started,
+            records.VIDEO_ATTEMPT_ENDED: self._attempt_ended,
+            records.VIDEO_ATTEMPT_ACCEPTED: self._attempt_accepted,
+            records.VIDEO_ATTEMPT_FINISHED: self._attempt_finished,
+            records.VIDEO_SHARE_CREATED: self._share_created,
+            records.VIDEO_SHARE_REVOKED: self._share_revoked,
         }
 
     def forget_bucket(self, bucket: str) -> None:
@@ -195,7 +195,7 @@ class Media:
 
     def _attempt_ended(self, event: Mapping[str, Any]) -> Outcome:
         job, attempt, at = self._attempt(event)
-        if fields.text(event, "reason") not in events.ATTEMPT_END_REASONS:
+        if fields.text(event, "reason") not in records.ATTEMPT_END_REASONS:
             raise MalformedEventError("unknown attempt end reason")
         if job is None or not job.active or attempt != job.attempts:
             return self._stale(job, attempt, event)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.http.fleet_handlers import MAX_ERROR_CHARS, MAX_NAME_CHARS
+from service.media.fleet_book import MAX_ERROR_CHARS, MAX_NAME_CHARS
 from service.openapi.operations import json_body, ok, operation, path_param
 from service.openapi.requests import body
 from service.openapi.schemas import COUNT, TIMESTAMP, closed, nullable, ref

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.media.images import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
-from service.meta import events
+from service.media.image_params import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
+from service.meta import records
 from service.openapi.operations import (
     PUBLIC,
     body_link,
@@ -158,7 +158,7 @@ def video_paths() -> dict[str, Any]:
                     query_param(
                         "status",
                         "Only jobs in this status (empty: any).",
-                        {"type": "string", "enum": [*events.JOB_STATUSES, ""]},
+                        {"type": "string", "enum": [*records.JOB_STATUSES, ""]},
                     ),
                 ],
                 responses={200: ok("Jobs.", "JobList")},

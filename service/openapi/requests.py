@@ -21,10 +21,9 @@ from service.common.header_fields import (
 )
 from service.common.names import MAX_KEY_BYTES
 from service.common.numbers import MAX_DIGITS
-from service.common.wire import MAX_PART_NUMBER
-from service.http.identity import MAX_KEY_NAME
+from service.common.wire import MAX_ACCESS_KEY_NAME, MAX_PART_NUMBER
 from service.media import video_params as video
-from service.media.images import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
+from service.media.image_params import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
 from service.openapi.schemas import nullable, ref
 from service.ops.buckets import MAX_TAG_CHARS, MAX_TAGS
 
@@ -149,7 +148,7 @@ def request_schemas() -> dict[str, Any]:
         "AccessKeyCreate": body(
             {
                 "user_id": {"type": "string", "description": "Default: the caller."},
-                "name": {"type": "string", "maxLength": MAX_KEY_NAME},
+                "name": {"type": "string", "maxLength": MAX_ACCESS_KEY_NAME},
             }
         ),
         "AccessKeyUpdate": body(

@@ -50,8 +50,9 @@ from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from fsseam import crashpoints
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, ServiceError
 from service.common.header_fields import guess_content_type, validate_custom_metadata
+from service.common.sizes import CHUNK_BYTES
 from service.common.wire import (
     BATCH_PAX_CONTENT_TYPE,
     BATCH_PAX_META_PREFIX,
@@ -62,7 +63,6 @@ from service.engine.core import Engine
 from service.meta import ObjectVersion
 from service.ops.batch_quota import Admit, quota_gate
 from service.ops.objects import (
-    CHUNK_BYTES,
     SMALL_PUT_BYTES,
     PutIntent,
     PutTimings,
@@ -111,7 +111,7 @@ class MemberFailure:
     """A member refused by its own checks; nothing of it was kept."""
 
     key: str
-    error: ApiError
+    error: ServiceError
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +305,7 @@ def _stage_member(
         intent = member_intent(bucket, prefix, member, limits)
         if admit is not None:
             admit(intent.key, member.size)
-    except ApiError as error:
+    except ServiceError as error:
         events.reader.skip()  # refused before a byte of it was read: skipped, never stored
         return MemberFailure(prefix + member_name(member.name), error)
     payload_id = store.next_payload_id()
@@ -390,7 +390,7 @@ async def _commit_all(engine: Engine, entries: list[Staged]) -> list[Outcome]:
             continue
         try:
             precheck_put(engine, replace(entry.intent, content_length=entry.staged.size))
-        except ApiError as error:
+        except ServiceError as error:
             refused.append(entry.payload_id)
             outcomes.append(MemberFailure(entry.intent.key, error))
             continue
@@ -406,7 +406,7 @@ async def _commit_all(engine: Engine, entries: list[Staged]) -> list[Outcome]:
         failure = future.exception()
         if failure is None:
             outcomes[index] = MemberStored(future.result())
-        elif isinstance(failure, ApiError):
+        elif isinstance(failure, ServiceError):
             outcomes[index] = MemberFailure(keys[index], failure)
         else:
             raise failure

@@ -14,7 +14,7 @@ from service.common.api_errors import ApiError
 from service.common.names import bucket_name_problem
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
-from service.meta import Bucket, Outcome, events
+from service.meta import Bucket, Outcome, records
 
 MAX_TAGS = 50
 MAX_TAG_CHARS = 256
@@ -77,7 +77,7 @@ async def create_bucket(engine: Engine, owner: str, body: Mapping[str, Any]) -> 
     if engine.state.get_bucket(name) is not None:
         raise ApiError("BucketAlreadyExists", f"bucket {name!r} already exists")
     outcome = await engine.commit(
-        events.bucket_created(
+        records.bucket_created(
             name=name,
             owner=owner,
             quota_bytes=quota,
@@ -106,7 +106,7 @@ async def update_bucket(engine: Engine, name: str, body: Mapping[str, Any]) -> B
         changes["tags"] = _tags(body["tags"])
     if changes:
         outcome = await engine.commit(
-            events.bucket_updated(name=name, changes=changes, at=now_ms())
+            records.bucket_updated(name=name, changes=changes, at=now_ms())
         )
         if not outcome.ok:
             raise outcome_error(outcome)
@@ -118,6 +118,6 @@ async def delete_bucket(engine: Engine, name: str, *, force: bool) -> None:
     require_bucket(engine, name)
     if not force and engine.state.bucket_usage(name).object_count > 0:
         raise ApiError("BucketNotEmpty", f"bucket {name!r} is not empty; use force=true")
-    outcome = await engine.commit(events.bucket_deleted(name=name, force=force, at=now_ms()))
+    outcome = await engine.commit(records.bucket_deleted(name=name, force=force, at=now_ms()))
     if not outcome.ok:
         raise outcome_error(outcome)

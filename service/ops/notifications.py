@@ -18,7 +18,7 @@ from service.common.timefmt import now_ms
 from service.engine.core import Engine
 from service.events.feed import EVENT_TYPES
 from service.events.targets import TargetPolicy
-from service.meta import events
+from service.meta import records
 from service.ops.buckets import outcome_error, require_bucket
 
 MAX_WEBHOOKS = 20
@@ -108,9 +108,9 @@ async def set_webhooks(engine: Engine, bucket: str, hooks: list[dict[str, Any]])
         if problem is not None:
             raise _invalid(f"webhooks[{index}]: url points at {problem}")
     engine.ensure_writable()
-    after = engine.journal.stats().last_sequence if engine.journal is not None else 0
+    after = engine.committer.last_sequence()
     outcome = await engine.commit(
-        events.notifications_configured(
+        records.notifications_configured(
             bucket=bucket, webhooks=hooks, after_sequence=after, at=now_ms()
         )
     )

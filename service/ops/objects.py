@@ -21,19 +21,18 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from fsseam.fs import ReadableFile, pread, pread_cached
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, ServiceError
 from service.common.header_fields import content_type_problem, validate_custom_metadata
 from service.common.names import key_problem
+from service.common.sizes import CHUNK_BYTES
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
-from service.meta import Bucket, ObjectVersion, events
+from service.meta import Bucket, ObjectVersion, records
 from service.ops.buckets import outcome_error, require_bucket
 from service.storage import DigestMismatch, PayloadStore, StagedPayload, StagingUpload
 from service.storage.entropy import random_hex
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
-CHUNK_BYTES = 256 * 1024
-"""The object path's buffer size: server-made payloads are staged in chunks of this."""
 SMALL_PUT_BYTES = CHUNK_BYTES
 """Bodies of at most this size (one buffer) are stored by ``store_small_object``: one
 executor hop for staging, hashing, sealing and promoting, instead of the streaming path."""
@@ -223,7 +222,7 @@ async def commit_stored(
 ) -> ObjectVersion:
     """Commit a promoted payload as the key's new version (``ObjectStored``); a refused
     commit releases the payload."""
-    event = events.object_stored(
+    event = records.object_stored(
         bucket=intent.bucket,
         key=intent.key,
         payload_id=payload_id,
@@ -239,7 +238,7 @@ async def commit_stored(
     started = time.perf_counter()
     try:
         outcome = await engine.commit(event)
-    except ApiError as error:
+    except ServiceError as error:
         if error.code == "ServiceUnavailable":
             # Refused before anything reached the journal: the payload is ours to remove.
             engine.release_payloads([payload_id])
@@ -312,7 +311,7 @@ async def delete_object(engine: Engine, bucket: str, key: str, version_id: str |
     elif engine.state.head_object(bucket, key, version_id) is None:
         raise ApiError("NoSuchVersion", f"no version {version_id!r} of {key!r}")
     outcome = await engine.commit(
-        events.object_deleted(
+        records.object_deleted(
             bucket=bucket,
             key=key,
             version_id=version_id,

@@ -23,7 +23,7 @@ from typing import Any
 
 import msgpack
 
-from service.common.api_errors import ApiError
+from service.common.api_errors import ServiceError
 from service.engine.errors import (
     CommitFailedError,
     NotServingError,
@@ -117,12 +117,12 @@ def _plain(value: Any) -> Any:
     return dict(value) if isinstance(value, Mapping) else value
 
 
-def encode_error(error: ApiError) -> list[Any]:
+def encode_error(error: ServiceError) -> list[Any]:
     """``[kind, message, retry after, log detail]`` of an engine error."""
     return [type(error).__name__, error.message, error.retry_after, error.log_detail]
 
 
-def decode_error(fields: list[Any]) -> ApiError:
+def decode_error(fields: list[Any]) -> ServiceError:
     """The engine error the writer raised, to raise again in the worker."""
     kind, message, retry_after, detail = fields
     if kind == ReadOnlyError.__name__:

@@ -32,10 +32,9 @@ import time
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 
-from service.common.api_errors import ApiError
+from service.common.api_errors import ServiceError
 from service.common.timefmt import now_ms
-from service.engine.core import Engine
-from service.meta import ObjectVersion, UploadSession, events
+from service.meta import ObjectVersion, UploadSession, records
 from service.meta.lifecycle_state import (
     EXPIRE,
     LONE_MARKER,
@@ -46,6 +45,7 @@ from service.meta.lifecycle_state import (
     judgment,
 )
 from service.multipart.operations import ensure_not_completing
+from service.multipart.uploads import Uploads
 from service.ops.buckets import outcome_error
 from service.ops.objects import new_version_token
 
@@ -83,8 +83,9 @@ class PassCounts:
 class LifecycleRunner:
     """Runs passes one at a time and keeps their totals for the metrics."""
 
-    def __init__(self, engine: Engine, pause: float) -> None:
-        self._engine = engine
+    def __init__(self, uploads: Uploads, pause: float) -> None:
+        self._engine = uploads.engine
+        self._uploads = uploads
         self._pause = pause
         self._lock = asyncio.Lock()
         self.totals = PassCounts()
@@ -176,7 +177,7 @@ class LifecycleRunner:
         when the key changed since (PreconditionFailed: a race lost, skipped)."""
         self._engine.ensure_writable()
         outcome = await self._engine.commit(
-            events.object_deleted(
+            records.object_deleted(
                 bucket=version.bucket,
                 key=version.key,
                 version_id=version_id,
@@ -196,16 +197,16 @@ class LifecycleRunner:
             for session in engine.state.uploads(bucket)
             if session.key.startswith(prefix)
             and session.created_at < cutoff
-            and session.upload_id not in engine.uploads_completing
+            and session.upload_id not in self._uploads.completing
         ]
         return await self._all(self._abort(session, cutoff) for session in due)
 
     async def _abort(self, session: UploadSession, cutoff: int) -> None:
         """Journal the abort of a session judged older than ``cutoff`` (re-checked when
         applied; a session completing now is left alone)."""
-        ensure_not_completing(self._engine, session.upload_id)
+        ensure_not_completing(self._uploads, session.upload_id)
         outcome = await self._engine.commit(
-            events.upload_aborted(
+            records.upload_aborted(
                 upload_id=session.upload_id, reason="expired", at=now_ms(), created_before=cutoff
             )
         )
@@ -222,7 +223,7 @@ class LifecycleRunner:
                 *pending[start : start + CONCURRENCY], return_exceptions=True
             )
             for result in results:
-                if isinstance(result, ApiError) and result.code in _GONE:
+                if isinstance(result, ServiceError) and result.code in _GONE:
                     continue
                 if isinstance(result, BaseException):
                     for leftover in pending[start + CONCURRENCY :]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsseam.simfs import CRASH_MODES, CrashMode, Fault, SimFileSystem, SimulatedCrash
-from service.config import Durability
+from journal.model import Durability
 from tests.crash.batchkit import put_batch
 from tests.crash.checkkit import Verdict, check_recovered, check_state
 from tests.crash.enginekit import (

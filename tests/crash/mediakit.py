@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from service.media.fleet_outputs import open_output_uploads
-from service.meta import events
+from service.meta import records
 from service.ops.batch import BatchLimits, stage_batch
 from tests.crash.batchkit import tar_of
 from tests.crash.checkkit import Verdict
@@ -88,7 +88,7 @@ async def _commit(machine: SimMachine, event: dict[str, Any]) -> bool:
 
 async def _attempt_running(machine: SimMachine) -> None:
     """The job, and its attempt 1 claimed by a worker (no faults)."""
-    created = events.video_job_created(
+    created = records.video_job_created(
         job_id=JOB,
         bucket="plain",
         key="a",
@@ -98,7 +98,9 @@ async def _attempt_running(machine: SimMachine) -> None:
         at=AT,
     )
     assert await _commit(machine, created)
-    started = events.video_attempt_started(job_id=JOB, attempt=1, worker="w1", host="h1", at=AT + 1)
+    started = records.video_attempt_started(
+        job_id=JOB, attempt=1, worker="w1", host="h1", at=AT + 1
+    )
     assert await _commit(machine, started)
 
 
@@ -116,9 +118,9 @@ def media_kinds(base_setup: Step, must: Callable[[Any], Awaitable[Any]]) -> dict
     async def fleet_attempts(machine: SimMachine, context: dict[str, Any]) -> None:
         upload_id, parts = context["fleet"]
         steps = [
-            events.video_attempt_ended(job_id=JOB, attempt=1, reason="lease_expired", at=AT + 2),
-            events.video_attempt_started(job_id=JOB, attempt=2, worker="w2", host="h2", at=AT + 3),
-            events.video_attempt_accepted(
+            records.video_attempt_ended(job_id=JOB, attempt=1, reason="lease_expired", at=AT + 2),
+            records.video_attempt_started(job_id=JOB, attempt=2, worker="w2", host="h2", at=AT + 3),
+            records.video_attempt_accepted(
                 job_id=JOB, attempt=2, uploads={MASTER: upload_id}, at=AT + 4
             ),
         ]
@@ -129,7 +131,7 @@ def media_kinds(base_setup: Step, must: Callable[[Any], Awaitable[Any]]) -> dict
             return
         await _commit(
             machine,
-            events.video_attempt_finished(
+            records.video_attempt_finished(
                 job_id=JOB,
                 attempt=2,
                 status="completed",

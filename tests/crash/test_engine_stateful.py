@@ -27,7 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from fsseam import crashpoints
 from fsseam.simfs import CRASH_MODES, CrashMode, Fault, FaultKind, SimulatedCrash
-from service.config import Durability
+from journal.model import Durability
 from tests.crash.checkkit import (
     check_bytes,
     check_files_after_gc,

@@ -31,11 +31,11 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import service.upkeep.scrub
-from service.events.webhooks import WebhookDispatcher
 from service.meta import ObjectVersion
 from service.meta.notification_state import Webhook
 from service.ops import notifications as notifications_config
 from service.upkeep.scrub import Scrubber
+from service.upkeep.webhooks import WebhookDispatcher
 from tests.crash.checkkit import Verdict
 from tests.crash.enginekit import SimMachine
 
@@ -142,8 +142,7 @@ def upkeep_kinds(base_setup: Step, must: Callable[[Any], Awaitable[Any]]) -> dic
 async def check_events(machine: SimMachine, verdict: Verdict, *, firm: bool) -> None:
     """Every acknowledged record's event exactly once, in order, no gap, nothing extra."""
     engine = machine.running
-    assert engine.journal is not None
-    last = engine.journal.stats().last_sequence
+    last = machine.journal.last_sequence()
     recorded: dict[int, bytes] = machine.log.upkeep.setdefault("events", {})
     for sequence in [s for s in recorded if s > last]:
         del recorded[sequence]  # its record is gone: the sequence is a new record's now
@@ -198,8 +197,7 @@ async def check_webhook(machine: SimMachine, verdict: Verdict) -> None:
     )
     # A completed checkpoint is kept, though never past the journal's end (balanced
     # durability may lose records whose events were delivered; see WebhookDispatcher.load).
-    assert machine.running.journal is not None
-    last = machine.running.journal.stats().last_sequence
+    last = machine.journal.last_sequence()
     floor = min(machine.log.upkeep.get("cursor_floor", 0), last)
     verdict.check(progress.cursor >= floor, f"webhook cursor {progress.cursor} < {floor}")
     resumed_from = len(delivered)

@@ -12,7 +12,7 @@ from fsseam.fs import RealFileSystem
 from fsseam.simfs import Fault, SimFileSystem
 from service.events.feed import derive
 from service.events.log import EventLog
-from service.meta import MetaState, events
+from service.meta import MetaState, records
 
 DAY_MS = 86_400_000
 
@@ -126,11 +126,11 @@ def test_retention_keeps_young_events_enough_events_and_what_a_webhook_needs(
 
 def test_events_are_derived_from_accepted_object_records_only() -> None:
     state = MetaState()
-    bucket = events.bucket_created(
+    bucket = records.bucket_created(
         name="b", owner="u", quota_bytes=None, versioning_enabled=False, tags={}, at=1
     )
     assert derive(1, bucket, state.apply(bucket)) is None
-    stored = events.object_stored(
+    stored = records.object_stored(
         bucket="b",
         key="k",
         payload_id="p1",
@@ -157,7 +157,7 @@ def test_events_are_derived_from_accepted_object_records_only() -> None:
     }
     again = dict(stored, if_none_match=True, payload_id="p2", version_token="t2")
     assert derive(3, again, state.apply(again)) is None  # refused: no event
-    deleted = events.object_deleted(bucket="b", key="k", version_id=None, version_token="t3", at=5)
+    deleted = records.object_deleted(bucket="b", key="k", version_id=None, version_token="t3", at=5)
     gone = derive(4, deleted, state.apply(deleted))
     assert gone is not None and gone["type"] == "object.deleted" and gone["size_bytes"] == 3
 

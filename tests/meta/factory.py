@@ -6,8 +6,8 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from service.meta import MetaState, Outcome, events
-from service.meta.events import Event
+from service.meta import MetaState, Outcome, records
+from service.meta.records import Event
 
 
 class Factory:
@@ -44,7 +44,7 @@ class Factory:
         owner: str = "u1",
         tags: Mapping[str, str] | None = None,
     ) -> Event:
-        return events.bucket_created(
+        return records.bucket_created(
             name=name,
             owner=owner,
             quota_bytes=quota,
@@ -54,10 +54,10 @@ class Factory:
         )
 
     def update(self, name: str = "b", **changes: Any) -> Event:
-        return events.bucket_updated(name=name, changes=changes, at=self.at())
+        return records.bucket_updated(name=name, changes=changes, at=self.at())
 
     def drop_bucket(self, name: str = "b", *, force: bool = False) -> Event:
-        return events.bucket_deleted(name=name, force=force, at=self.at())
+        return records.bucket_deleted(name=name, force=force, at=self.at())
 
     def put(
         self,
@@ -71,7 +71,7 @@ class Factory:
         content_type: str = "application/octet-stream",
     ) -> Event:
         payload_id = self.payload()
-        return events.object_stored(
+        return records.object_stored(
             bucket=bucket,
             key=key,
             payload_id=payload_id,
@@ -86,7 +86,7 @@ class Factory:
         )
 
     def delete(self, key: str, version_id: str | None = None, *, bucket: str = "b") -> Event:
-        return events.object_deleted(
+        return records.object_deleted(
             bucket=bucket,
             key=key,
             version_id=version_id,
@@ -96,7 +96,7 @@ class Factory:
 
     def start(self, key: str = "big", *, bucket: str = "b", ttl_ms: int = 86_400_000) -> Event:
         at = self.at()
-        return events.upload_started(
+        return records.upload_started(
             upload_id=self.fresh("up"),
             bucket=bucket,
             key=key,
@@ -110,7 +110,7 @@ class Factory:
 
     def part(self, upload_id: str, number: int, size: int = 10, *, at: int | None = None) -> Event:
         payload_id = self.payload()
-        return events.part_stored(
+        return records.part_stored(
             upload_id=upload_id,
             part_number=number,
             payload_id=payload_id,
@@ -123,7 +123,7 @@ class Factory:
         self, upload_id: str, numbers: Sequence[int], size: int = 20, *, at: int | None = None
     ) -> Event:
         payload_id = self.payload()
-        return events.upload_completed(
+        return records.upload_completed(
             upload_id=upload_id,
             part_numbers=list(numbers),
             payload_id=payload_id,
@@ -134,11 +134,11 @@ class Factory:
         )
 
     def abort(self, upload_id: str, reason: str = "aborted") -> Event:
-        return events.upload_aborted(upload_id=upload_id, reason=reason, at=self.at())
+        return records.upload_aborted(upload_id=upload_id, reason=reason, at=self.at())
 
     def job(self, key: str = "clip.mp4", *, bucket: str = "b", prefix: str | None = None) -> Event:
         job_id = self.fresh("job")
-        return events.video_job_created(
+        return records.video_job_created(
             job_id=job_id,
             bucket=bucket,
             key=key,
@@ -162,7 +162,7 @@ class Factory:
         outputs: Mapping[str, str] | None = None,
         error: str | None = None,
     ) -> Event:
-        return events.video_job_updated(
+        return records.video_job_updated(
             job_id=job_id,
             status=status,
             progress=progress,
@@ -187,19 +187,19 @@ class Factory:
         """A fleet's way to completed: attempt 1 lost with its lease, attempt 2 accepted
         (its uploads published) and finished."""
         return [
-            events.video_attempt_started(
+            records.video_attempt_started(
                 job_id=job_id, attempt=1, worker="w1", host="h1", at=self.at()
             ),
-            events.video_attempt_ended(
+            records.video_attempt_ended(
                 job_id=job_id, attempt=1, reason="lease_expired", at=self.at()
             ),
-            events.video_attempt_started(
+            records.video_attempt_started(
                 job_id=job_id, attempt=2, worker="w2", host="h2", at=self.at()
             ),
-            events.video_attempt_accepted(
+            records.video_attempt_accepted(
                 job_id=job_id, attempt=2, uploads={"hls/master.m3u8": "up-m"}, at=self.at()
             ),
-            events.video_attempt_finished(
+            records.video_attempt_finished(
                 job_id=job_id,
                 attempt=2,
                 status="completed",
@@ -211,7 +211,7 @@ class Factory:
 
     def share(self, job_id: str, *, ttl_ms: int = 3_600_000) -> Event:
         at = self.at()
-        return events.video_share_created(
+        return records.video_share_created(
             share_id=self.fresh("sh"), job_id=job_id, created_by="u1", expires_at=at + ttl_ms, at=at
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.meta import MetaState, events
+from service.meta import MetaState, records
 from tests.meta.factory import Factory, applied
 
 
@@ -64,7 +64,7 @@ def test_a_processing_job_may_be_processed_again_after_a_restart() -> None:
 def test_updates_and_deletes_of_unknown_jobs_are_refused() -> None:
     f, state, _ = state_with_job()
     assert state.apply(f.job_update("nope", "processing")).error_code == "NoSuchJob"
-    assert state.apply(events.video_job_deleted(job_id="nope", at=1)).error_code == "NoSuchJob"
+    assert state.apply(records.video_job_deleted(job_id="nope", at=1)).error_code == "NoSuchJob"
     assert state.apply(f.share("nope")).error_code == "NoSuchJob"
 
 
@@ -83,11 +83,11 @@ def test_shares_are_revoked_once_and_go_with_their_job() -> None:
         first["share_id"],
         second["share_id"],
     ]
-    revoke = events.video_share_revoked(share_id=first["share_id"], reason="revoked", at=f.at())
+    revoke = records.video_share_revoked(share_id=first["share_id"], reason="revoked", at=f.at())
     applied(state, revoke)
     assert state.apply(revoke).error_code == "NoSuchShare"
     assert state.media.share(first["share_id"]) is None
-    applied(state, events.video_job_deleted(job_id=job_id, at=f.at()))
+    applied(state, records.video_job_deleted(job_id=job_id, at=f.at()))
     assert state.media.job(job_id) is None
     assert state.media.share(second["share_id"]) is None
     assert state.media.shares_of(job_id) == []
@@ -150,40 +150,40 @@ def test_a_malformed_job_event_changes_nothing() -> None:
 
 def test_event_constructors_refuse_values_no_event_may_carry() -> None:
     with pytest.raises(ValueError):
-        events.video_job_updated(
+        records.video_job_updated(
             job_id="j", status="paused", progress=0.0, outputs={}, error=None, at=1
         )
     with pytest.raises(ValueError):
-        events.video_job_updated(
+        records.video_job_updated(
             job_id="j", status="queued", progress=2.0, outputs={}, error=None, at=1
         )
     with pytest.raises(ValueError):
-        events.video_share_revoked(share_id="s", reason="bored", at=1)
+        records.video_share_revoked(share_id="s", reason="bored", at=1)
 
 
 # -- media fleet attempts ------------------------------------------------------------------
 
 
-def started(f: Factory, job_id: str, attempt: int, worker: str = "w1") -> events.Event:
-    return events.video_attempt_started(
+def started(f: Factory, job_id: str, attempt: int, worker: str = "w1") -> records.Event:
+    return records.video_attempt_started(
         job_id=job_id, attempt=attempt, worker=worker, host="h", at=f.at()
     )
 
 
-def ended(f: Factory, job_id: str, attempt: int) -> events.Event:
-    return events.video_attempt_ended(
+def ended(f: Factory, job_id: str, attempt: int) -> records.Event:
+    return records.video_attempt_ended(
         job_id=job_id, attempt=attempt, reason="lease_expired", at=f.at()
     )
 
 
-def accepted_(f: Factory, job_id: str, attempt: int) -> events.Event:
-    return events.video_attempt_accepted(
+def accepted_(f: Factory, job_id: str, attempt: int) -> records.Event:
+    return records.video_attempt_accepted(
         job_id=job_id, attempt=attempt, uploads={"hls/master.m3u8": "u1"}, at=f.at()
     )
 
 
-def finished(f: Factory, job_id: str, attempt: int, status: str = "completed") -> events.Event:
-    return events.video_attempt_finished(
+def finished(f: Factory, job_id: str, attempt: int, status: str = "completed") -> records.Event:
+    return records.video_attempt_finished(
         job_id=job_id,
         attempt=attempt,
         status=status,

@@ -1,15 +1,17 @@
-"""Metadata events: their type names and typed constructors.
+"""Journal records: their type names and typed constructors.
 
-Every metadata change is one of these plain dicts, appended to the journal and then applied
-by ``MetaState.apply`` (at run time and, identically, at replay). They hold only values
-msgpack can carry (str, int, bool, None, list, dict), timestamps as int milliseconds since
-the epoch in ``at``, and never a clock read or a random draw of their own: everything
-``apply`` needs to be deterministic is inside the event.
+Every metadata change is one record: one of these plain dicts (the body the journal stores,
+``journal.Record.event``), appended to the journal and then applied by ``MetaState.apply``
+through the one applier (``service.engine.applier``, at run time and at replay). They hold
+only values msgpack can carry (str, int, bool, None, list, dict), timestamps as int
+milliseconds since the epoch in ``at``, and never a clock read or a random draw of their
+own: everything ``apply`` needs to be deterministic is inside the record. (The object
+notifications clients see, derived from some records, are "events": ``service.events``.)
 
-Names are past tense: an event records what was decided, and ``apply`` re-checks the
-conditions it depends on (a bucket may be gone by the time an ``ObjectStored`` is applied).
+Names are past tense: a record says what was decided, and ``apply`` re-checks the conditions
+it depends on (a bucket may be gone by the time an ``ObjectStored`` is applied).
 
-The constructors raise ``ValueError`` for an argument no event may carry (an unknown change
+The constructors raise ``ValueError`` for an argument no record may carry (an unknown change
 field, an unknown abort reason): that is a bug of the caller, caught before journaling.
 
 Thread-safety: pure functions and constants, safe from any thread.
@@ -21,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 Event = dict[str, Any]
-"""An event as appended to the journal and handed to ``MetaState.apply``."""
+"""A record's body, as appended to the journal and handed to ``MetaState.apply``."""
 
 SERVER_INITIALIZED = "ServerInitialized"
 BUCKET_CREATED = "BucketCreated"

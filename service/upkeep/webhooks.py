@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
-import itertools
 import json
 import logging
 import os
@@ -41,6 +40,7 @@ from typing import Any
 
 import httpx
 
+from fsseam.durable import read_file, replace_file
 from service.common.timefmt import rfc3339_seconds
 from service.config import Config
 from service.engine.core import Engine
@@ -48,7 +48,6 @@ from service.events.feed import FeedEvent
 from service.events.targets import TargetPolicy, TargetRefused
 from service.meta.notification_state import Webhook
 
-_TEMP_NUMBERS = itertools.count()
 log = logging.getLogger("service.webhooks")
 
 CHECKPOINT_NAME = "webhooks.json"
@@ -125,14 +124,13 @@ class WebhookDispatcher:
         is fsynced, the records were not yet), and their sequences go to new records, whose
         events must not be skipped."""
         loaded = await self._engine.run_blocking(self._load)
-        journal = self._engine.journal
-        last = journal.stats().last_sequence if journal is not None else None
+        last = self._engine.committer.last_sequence()
         now = time.time()
         for key, doc in loaded.items():
             if isinstance(doc, dict):
                 saved = {name: doc[name] for name in CHECKPOINTED if name in doc}
                 progress = Progress(**saved, last_progress_at=now)
-                if last is not None and progress.cursor > last:
+                if progress.cursor > last:
                     log.warning(
                         "webhook %s: cursor %d is past the journal's end %d (records lost "
                         "to a power cut); delivering from there",
@@ -368,29 +366,12 @@ class WebhookDispatcher:
             raise
 
     def _write(self, data: bytes) -> None:
-        fs = self._engine.fs
-        # A name of its own: a write cut loose by a cancelled task may still be running.
-        temp = f"{self._path}.{next(_TEMP_NUMBERS)}.tmp"
-        with contextlib.suppress(FileNotFoundError):
-            fs.unlink(temp)  # left by a crash mid-write (create refuses an existing file)
-        target = fs.create(temp)
-        try:
-            target.write(data)
-            target.fsync()  # the cursors must be whole on disk before they replace the old
-        finally:
-            target.close()
-        fs.rename(temp, self._path)
-        fs.fsync_dir(os.path.dirname(self._path))  # the rename itself must survive a crash
+        replace_file(self._engine.fs, self._path, data)  # whole, or the previous one
 
     def _load(self) -> dict[str, dict[str, Any]]:
-        fs = self._engine.fs
-        if not fs.exists(self._path):
+        data = read_file(self._engine.fs, self._path)
+        if data is None:
             return {}
-        source = fs.open_read(self._path)
-        try:
-            data = source.read()
-        finally:
-            source.close()
         try:
             doc = json.loads(data)
         except ValueError:
