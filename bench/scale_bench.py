@@ -65,7 +65,7 @@ from service.engine.core import Engine
 from service.engine.journaled import JournalCommitter, journaled_engine
 from service.http.bucket_handlers import encode_cursor
 from service.index.opening import INDEX_DIRNAME
-from service.meta import records
+from service.meta import legacy_bucket_id, records
 from tests.serverproc import ServerProcess
 
 SIZES = {"full": 1_000_000, "quick": 100_000, "smoke": 2_000}
@@ -105,7 +105,13 @@ async def _populate(data_dir: str, count: int) -> None:
     await engine.start()
     await engine.commit(
         records.bucket_created(
-            name=BUCKET, owner="u_bench", quota_bytes=None, versioning_enabled=False, tags={}, at=1
+            name=BUCKET,
+            owner="u_bench",
+            quota_bytes=None,
+            versioning_enabled=False,
+            tags={},
+            at=1,
+            bucket_id=legacy_bucket_id(BUCKET, 1),  # any well-shaped identity will do
         )
     )
     numbers = iter(range(count))

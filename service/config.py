@@ -128,6 +128,8 @@ class Config:
     """...and at least this many of the newest (docs/events.md)."""
     events_segment_events: int = 10_000
     """Events per file of the event log (retention drops whole files)."""
+    events_recent: int = 10_000
+    """Test-only: the newest object events kept in memory (older ones are read from files)."""
     webhook_timeout: float = 10.0
     """Seconds one webhook delivery may take before it counts as failed."""
     webhook_max_backoff: float = 3600.0
@@ -204,6 +206,7 @@ RULES: Mapping[str, Rule] = {
     "image_workers": Rule(maximum=256),
     "max_concurrent_video_jobs": Rule(minimum=1),
     "crash_point": Rule(test_only=True),
+    "events_recent": Rule(test_only=True),
     "cors_origins": Rule(
         allowed="comma-separated origins (scheme://host[:port]) or *",
         validator="service.limits.cors:CorsPolicy.parse",

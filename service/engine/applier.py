@@ -52,7 +52,7 @@ class Applier:
         self._last = event
         if event.get("type") not in OBJECT_EVENTS or not outcome.ok:
             self._rest_changed = True
-        self.feed.observe(sequence, event, outcome)
+        self.feed.observe(sequence, event, outcome, self.state.bucket_id_of)
         return outcome
 
     def end_batch(self, sequence: int) -> None:

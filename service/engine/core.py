@@ -189,6 +189,7 @@ class Engine:
             segment_events=config.events_segment_events,
             retention_seconds=config.events_retention_seconds,
             retention_count=config.events_retention_count,
+            recent=config.events_recent,
         )
         """Object events derived from the records applied here (``service.events.feed``)."""
         self.started_at = time.time()

@@ -2,6 +2,6 @@
 
 May import (docs/architecture.md, "Layers"): ``service``, ``fsseam``, ``service.common``,
 ``service.meta``, ``service.observability``, ``service.limits``, ``service.auth``,
-``service.storage``, ``service.engine``, ``service.ops``, ``service.multipart``,
-``service.media``, ``service.openapi``, ``service.context``.
+``service.storage``, ``service.events``, ``service.engine``, ``service.ops``,
+``service.multipart``, ``service.media``, ``service.openapi``, ``service.context``.
 """

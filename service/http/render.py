@@ -21,6 +21,7 @@ def bucket_json(bucket: Bucket, usage: Usage) -> dict[str, Any]:
         "created_at": rfc3339_ms(bucket.created_at),
         "updated_at": rfc3339_ms(bucket.updated_at),
         "usage": {"object_count": usage.object_count, "size_bytes": usage.size_bytes},
+        "bucket_id": bucket.bucket_id,
     }
 
 

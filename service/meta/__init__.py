@@ -14,6 +14,7 @@ means a journal record (``records``); the object notifications a client sees are
   ``lifecycle_state`` the buckets' lifecycle rules, ``notification_state`` their webhooks,
   ``refs`` the payload reference counts they share, ``listing`` its paging.
 - ``snapshot``: ``freeze`` / ``iter_snapshot`` / ``encode_snapshot`` / ``decode_snapshot``.
+- ``identity``: bucket identities, which outlive bucket names (every journal reader's).
 
 Thread-safety: a ``MetaState`` is used on the event-loop thread only; records, outcomes and
 frozen images may go to any thread.
@@ -23,6 +24,7 @@ May import: nothing of ours (docs/architecture.md, "Layers").
 
 from service.meta import records
 from service.meta.frozen import FrozenState
+from service.meta.identity import is_bucket_id, legacy_bucket_id
 from service.meta.model import (
     NULL_VERSION_ID,
     AccessKey,
@@ -72,6 +74,8 @@ __all__ = [
     "decode_snapshot",
     "encode_snapshot",
     "freeze",
+    "is_bucket_id",
     "iter_snapshot",
+    "legacy_bucket_id",
     "records",
 ]

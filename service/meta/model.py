@@ -26,7 +26,10 @@ REVOKED = "revoked"
 
 @dataclass(frozen=True, slots=True)
 class Bucket:
-    """A bucket's settings; its usage lives apart (``MetaState.bucket_usage``)."""
+    """A bucket's settings; its usage lives apart (``MetaState.bucket_usage``).
+
+    ``bucket_id`` tells this bucket from any other that had or will have its name
+    (``service.meta.identity``)."""
 
     name: str
     owner: str
@@ -35,6 +38,7 @@ class Bucket:
     tags: Mapping[str, str]
     created_at: int
     updated_at: int
+    bucket_id: str
 
 
 @dataclass(frozen=True, slots=True)

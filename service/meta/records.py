@@ -116,9 +116,12 @@ def bucket_created(
     versioning_enabled: bool,
     tags: Mapping[str, str],
     at: int,
+    bucket_id: str | None,
 ) -> Event:
-    """A bucket was created, owned by the user ``owner``."""
-    return {
+    """A bucket was created, owned by the user ``owner``, with the identity ``bucket_id``
+    (``service.meta.identity``; None writes a record as versions before identities did,
+    whose identity is derived)."""
+    event: Event = {
         "type": BUCKET_CREATED,
         "name": name,
         "owner": owner,
@@ -127,6 +130,9 @@ def bucket_created(
         "tags": dict(tags),
         "at": at,
     }
+    if bucket_id is not None:
+        event["bucket_id"] = bucket_id
+    return event
 
 
 def bucket_updated(*, name: str, changes: Mapping[str, Any], at: int) -> Event:
@@ -482,30 +488,42 @@ def video_share_revoked(*, share_id: str, reason: str, at: int) -> Event:
     return {"type": VIDEO_SHARE_REVOKED, "share_id": share_id, "reason": reason, "at": at}
 
 
-def lifecycle_configured(*, bucket: str, rules: Sequence[Mapping[str, Any]], at: int) -> Event:
+def lifecycle_configured(
+    *, bucket: str, rules: Sequence[Mapping[str, Any]], at: int, bucket_id: str
+) -> Event:
     """A bucket's lifecycle rules were replaced (an empty list removes them all).
 
     Each rule is the normalised document of ``service.meta.lifecycle_state.LifecycleRule``.
+    ``bucket_id`` is the identity of the bucket the request was accepted for: applied to
+    another bucket of that name (deleted and created again meanwhile), the record is refused.
     """
     return {
         "type": LIFECYCLE_CONFIGURED,
         "bucket": bucket,
+        "bucket_id": bucket_id,
         "rules": [dict(r) for r in rules],
         "at": at,
     }
 
 
 def notifications_configured(
-    *, bucket: str, webhooks: Sequence[Mapping[str, Any]], after_sequence: int, at: int
+    *,
+    bucket: str,
+    webhooks: Sequence[Mapping[str, Any]],
+    after_sequence: int,
+    at: int,
+    bucket_id: str,
 ) -> Event:
     """A bucket's webhooks were replaced (an empty list removes them all).
 
     A webhook new to the bucket delivers the events after ``after_sequence`` (the journal's
     last sequence when the request was accepted); one that keeps its id keeps its cursor.
+    ``bucket_id`` as for ``lifecycle_configured``: never another bucket's webhooks.
     """
     return {
         "type": NOTIFICATIONS_CONFIGURED,
         "bucket": bucket,
+        "bucket_id": bucket_id,
         "webhooks": [dict(w) for w in webhooks],
         "after_sequence": after_sequence,
         "at": at,

@@ -14,7 +14,8 @@ Format (a msgpack map; ``format`` says how to read the rest):
 
     format       1
     server_id    str | nil
-    buckets      [[name, owner, quota_bytes, versioning_enabled, tags, created_at, updated_at]]
+    buckets      [[name, owner, quota_bytes, versioning_enabled, tags, created_at, updated_at,
+                   bucket_id]]
     objects      [[bucket, [[key, [[version_id, payload_id, size, content_type, sha256,
                                     custom_metadata, created_at, updated_at,
                                     is_delete_marker]]]]]]     versions oldest first
@@ -34,8 +35,11 @@ Format (a msgpack map; ``format`` says how to read the rest):
 
 ``video_jobs`` and ``video_shares`` came later within format 1: a snapshot without them
 (written before videos existed) reads as having none; so did ``lifecycle`` and
-``notifications``. A job row's last four fields (the media fleet's attempts) came later
-still: a shorter row reads as a job with no attempt recorded.
+``notifications``. A bucket row of seven columns (written before bucket identities) gets
+the identity derived from its name and ``created_at`` (``service.meta.identity``), as the
+replay of its creation record would.
+A job row's last four fields (the media fleet's attempts) came later still: a shorter row
+reads as a job with no attempt recorded.
 
 Everything is written in a canonical order (buckets, keys, ids sorted), so equal states give
 equal bytes.
@@ -51,6 +55,7 @@ from typing import Any, Protocol
 import msgpack
 
 from service.meta.frozen import FrozenState
+from service.meta.identity import legacy_bucket_id
 from service.meta.model import (
     AccessKey,
     Bucket,
@@ -64,6 +69,8 @@ from service.meta.model import (
 from service.meta.state import MetaState
 
 FORMAT = 1
+LEGACY_BUCKET_COLUMNS = 7
+"""Columns of a bucket row written before bucket identities."""
 CHUNK_BYTES = 1024 * 1024
 """About how much ``iter_snapshot`` gathers before it yields."""
 
@@ -79,7 +86,25 @@ def freeze(state: MetaState) -> FrozenState:
 
 def _bucket_row(b: Bucket) -> list[Any]:
     tags = dict(b.tags)
-    return [b.name, b.owner, b.quota_bytes, b.versioning_enabled, tags, b.created_at, b.updated_at]
+    return [
+        b.name,
+        b.owner,
+        b.quota_bytes,
+        b.versioning_enabled,
+        tags,
+        b.created_at,
+        b.updated_at,
+        b.bucket_id,
+    ]
+
+
+def _bucket(row: list[Any]) -> Bucket:
+    """A bucket row; one from before identities gets the derived one."""
+    if len(row) == LEGACY_BUCKET_COLUMNS:
+        name, owner, quota, versioning, tags, created_at, updated_at = row
+        legacy = legacy_bucket_id(name, created_at)
+        return Bucket(name, owner, quota, versioning, tags, created_at, updated_at, legacy)
+    return Bucket(*row)
 
 
 def _key_row(k: AccessKey) -> list[Any]:
@@ -351,7 +376,7 @@ def _image(doc: dict[str, Any]) -> FrozenState:
         parts[session.upload_id] = {p[0]: PartInfo(*p) for p in row[9]}
     return FrozenState(
         server_id=doc["server_id"],
-        buckets={row[0]: Bucket(*row) for row in doc["buckets"]},
+        buckets={row[0]: _bucket(row) for row in doc["buckets"]},
         objects=objects,
         uploads=uploads,
         parts=parts,

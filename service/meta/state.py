@@ -41,7 +41,8 @@ from service.meta import fields, records
 from service.meta.accounts import Accounts
 from service.meta.fields import MalformedEventError
 from service.meta.frozen import FrozenState, Versions
-from service.meta.lifecycle_state import Lifecycle, judgment_problem
+from service.meta.identity import legacy_bucket_id
+from service.meta.lifecycle_state import Lifecycle, judged_refusal
 from service.meta.model import (
     NULL_VERSION_ID,
     AccessKey,
@@ -89,8 +90,8 @@ class MetaState:
         self._accounts = Accounts()
         self._media = Media(self._buckets.__contains__)
         self._anomalies: dict[str, int] = {}
-        self._lifecycle = Lifecycle(self._buckets.__contains__)
-        self._notifications = Notifications(self._buckets.__contains__)
+        self._lifecycle = Lifecycle(self.bucket_id_of)
+        self._notifications = Notifications(self.bucket_id_of)
         self._handlers: dict[str, Handler] = {
             records.SERVER_INITIALIZED: self._server_initialized,
             records.BUCKET_CREATED: self._bucket_created,
@@ -226,14 +227,17 @@ class MetaState:
         return accepted(None)
 
     def _bucket_created(self, event: Mapping[str, Any]) -> Outcome:
+        name, at = fields.text(event, "name"), fields.integer(event, "at")
         bucket = Bucket(
-            name=fields.text(event, "name"),
+            name=name,
             owner=fields.text(event, "owner"),
             quota_bytes=fields.optional_integer(event, "quota_bytes"),
             versioning_enabled=fields.flag(event, "versioning_enabled"),
             tags=fields.string_map(event, "tags"),
-            created_at=fields.integer(event, "at"),
-            updated_at=fields.integer(event, "at"),
+            created_at=at,
+            updated_at=at,
+            # A record from before identities carries none (``service.meta.identity``).
+            bucket_id=fields.added_text(event, "bucket_id") or legacy_bucket_id(name, at),
         )
         if bucket.name in self._buckets:
             return rejected("BucketAlreadyExists", f"bucket {bucket.name!r} already exists")
@@ -389,9 +393,9 @@ class MetaState:
             return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
         before = self._objects.versions(name, key)
         if "judged" in event:  # a lifecycle delete: only of the version it judged due
-            problem = judgment_problem(event["judged"], before)
-            if problem is not None:
-                return rejected("PreconditionFailed", problem)
+            refusal = judged_refusal(event["judged"], before, self.bucket_id_of, name)
+            if refusal is not None:
+                return refusal
         released: list[str] = []
         if version_id is not None:
             index = _find(before, None if version_id == NULL_VERSION_ID else version_id)
@@ -432,6 +436,11 @@ class MetaState:
 
     def get_bucket(self, name: str) -> Bucket | None:
         return self._buckets.get(name)
+
+    def bucket_id_of(self, name: str) -> str | None:
+        """The identity of the bucket called ``name`` now (None: no such bucket)."""
+        bucket = self._buckets.get(name)
+        return None if bucket is None else bucket.bucket_id
 
     def bucket_usage(self, name: str) -> Usage:
         """The bucket's usage (zero for a missing bucket)."""

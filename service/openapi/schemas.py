@@ -285,6 +285,12 @@ def resource_schemas() -> dict[str, Any]:
                 "created_at": TIMESTAMP,
                 "updated_at": TIMESTAMP,
                 "usage": closed({"object_count": COUNT, "size_bytes": COUNT}),
+                "bucket_id": {
+                    "type": "string",
+                    "pattern": "^bkt_[0-9a-f]{24}$",
+                    "description": "The bucket's identity: a bucket deleted and created again "
+                    "under the same name is another bucket, with another bucket_id.",
+                },
             }
         ),
         "BucketList": list_of("buckets", "Bucket"),

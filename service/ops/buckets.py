@@ -7,6 +7,7 @@ re-checks authoritatively, since two requests may pass the pre-check together.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ from service.common.names import bucket_name_problem
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
 from service.meta import Bucket, Outcome, records
+from service.meta.identity import BUCKET_ID_HEX_DIGITS, BUCKET_ID_PREFIX
 
 MAX_TAGS = 50
 MAX_TAG_CHARS = 256
@@ -23,6 +25,11 @@ MAX_TAG_CHARS = 256
 def outcome_error(outcome: Outcome) -> ApiError:
     """The ApiError for a rejected outcome."""
     return ApiError(outcome.error_code or "InternalError", outcome.error_message or "refused")
+
+
+def new_bucket_id() -> str:
+    """A fresh bucket identity (``service.meta.identity``): random, drawn before journaling."""
+    return BUCKET_ID_PREFIX + secrets.token_hex(BUCKET_ID_HEX_DIGITS // 2)
 
 
 def require_bucket(engine: Engine, name: str) -> Bucket:
@@ -84,6 +91,7 @@ async def create_bucket(engine: Engine, owner: str, body: Mapping[str, Any]) -> 
             versioning_enabled=versioning,
             tags=tags,
             at=now_ms(),
+            bucket_id=new_bucket_id(),
         )
     )
     if not outcome.ok:

@@ -102,11 +102,14 @@ def rules_document(engine: Engine, bucket: str) -> dict[str, Any]:
 
 async def set_rules(engine: Engine, bucket: str, rules: list[LifecycleRule]) -> dict[str, Any]:
     """Replace the bucket's rules (an empty list removes them); the stored document."""
-    require_bucket(engine, bucket)
+    record = require_bucket(engine, bucket)
     engine.ensure_writable()
     outcome = await engine.commit(
         records.lifecycle_configured(
-            bucket=bucket, rules=[rule.to_document() for rule in rules], at=now_ms()
+            bucket=bucket,
+            rules=[rule.to_document() for rule in rules],
+            at=now_ms(),
+            bucket_id=record.bucket_id,
         )
     )
     if not outcome.ok:

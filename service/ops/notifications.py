@@ -101,7 +101,7 @@ async def set_webhooks(engine: Engine, bucket: str, hooks: list[dict[str, Any]])
     """Replace the bucket's webhooks (an empty list removes them). A URL whose host is an
     address the operator does not allow, in any spelling, or no usable host at all
     (``service.events.targets``) is refused with 400."""
-    require_bucket(engine, bucket)
+    record = require_bucket(engine, bucket)
     policy = TargetPolicy.parse(engine.config.webhook_allowed_networks)
     for index, hook in enumerate(hooks):
         problem = policy.literal_problem(hook["url"])
@@ -111,7 +111,11 @@ async def set_webhooks(engine: Engine, bucket: str, hooks: list[dict[str, Any]])
     after = engine.committer.last_sequence()
     outcome = await engine.commit(
         records.notifications_configured(
-            bucket=bucket, webhooks=hooks, after_sequence=after, at=now_ms()
+            bucket=bucket,
+            webhooks=hooks,
+            after_sequence=after,
+            at=now_ms(),
+            bucket_id=record.bucket_id,
         )
     )
     if not outcome.ok:

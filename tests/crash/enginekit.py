@@ -376,7 +376,8 @@ class SimMachine:
                 self.running, OWNER, {"name": name, "versioning_enabled": versioned}
             )
         )
-        self.ledger.bucket_created(name, versioned, result.fate)
+        bucket_id = result.value.bucket_id if result.ok else None
+        self.ledger.bucket_created(name, versioned, result.fate, bucket_id)
         return self._note(f"create bucket {name}", result)
 
     async def delete_bucket(self, name: str) -> Result:

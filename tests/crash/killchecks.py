@@ -49,11 +49,18 @@ class KillChecks:
 
         ledger = self.ledger
         with self.http() as client:
-            buckets = {item["name"] for item in self.listing(client, "/buckets", "buckets")}
+            identities = {
+                item["name"]: item["bucket_id"]
+                for item in self.listing(client, "/buckets", "buckets")
+            }
+            buckets = set(identities)
             for name, possible in ledger.buckets.items():
                 if (name in buckets) not in possible.firm:
                     fail(("bucket", name, ""), f"bucket {name}: exists={name in buckets}")
                 possible.settle(name in buckets)
+                problem = ledger.identity_problem(name, identities.get(name))
+                if problem is not None:
+                    fail(("bucket", name, ""), problem)
             for name in buckets - ledger.buckets.keys():
                 fail(("bucket", name, ""), f"unknown bucket {name}")
             observed = self.observe_versions(client, fail)

@@ -269,7 +269,8 @@ class KillKit(KillChecks):
                 body = {"name": name, "versioning_enabled": versioned}
                 reply = send(client, "POST", "/buckets", json=body)
                 fate = self.outcome(reply, f"create bucket {name}", 201)
-                self.ledger.bucket_created(name, versioned, fate)
+                bucket_id = reply.json()["bucket_id"] if fate == Fate.ACKED else None
+                self.ledger.bucket_created(name, versioned, fate, bucket_id)
                 if fate != Fate.ACKED:
                     raise RuntimeError(f"cannot create bucket {name}: {reply}")
                 path = f"/buckets/{name}/notifications"

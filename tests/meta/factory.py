@@ -26,6 +26,11 @@ class Factory:
         self.serial += 1
         return f"{kind}{self.serial:06d}"
 
+    def bucket_id(self) -> str:
+        """A fresh bucket identity (``service.meta.identity``'s shape, deterministic)."""
+        self.serial += 1
+        return f"bkt_{self.serial:024x}"
+
     def payload(self) -> str:
         payload_id = self.fresh("p")
         self.payloads_created.append(payload_id)
@@ -51,6 +56,7 @@ class Factory:
             versioning_enabled=versioning,
             tags=dict(tags or {}),
             at=self.at(),
+            bucket_id=self.bucket_id(),
         )
 
     def update(self, name: str = "b", **changes: Any) -> Event:

@@ -21,6 +21,7 @@ def every_event(f: Factory) -> list[records.Event]:
     job = f.job()
     job_id = job["job_id"]
     share = f.share(job_id)
+    bucket = f.bucket()
     return [
         records.server_initialized(server_id="srv-1", at=f.at()),
         records.user_created(user_id="u1", username="ada", password_hash="h", role="admin", at=1),
@@ -31,7 +32,7 @@ def every_event(f: Factory) -> list[records.Event]:
         records.access_key_updated(access_key_id="bk_1", status="revoked", at=5),
         records.access_key_deleted(access_key_id="bk_1", at=6),
         records.user_updated(user_id="u1", changes={"status": "disabled"}, at=7),
-        f.bucket(),
+        bucket,
         f.update(tags={"k": "v"}),
         records.lifecycle_configured(
             bucket="b",
@@ -46,12 +47,14 @@ def every_event(f: Factory) -> list[records.Event]:
                 }
             ],
             at=f.at(),
+            bucket_id=bucket["bucket_id"],
         ),
         records.notifications_configured(
             bucket="b",
             webhooks=[{"id": "w", "url": "http://h/", "events": [], "prefix": "", "secret": "s"}],
             after_sequence=3,
             at=f.at(),
+            bucket_id=bucket["bucket_id"],
         ),
         f.put("k"),
         f.delete("k"),
