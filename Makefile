@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DATA_DIR ?= ./data
 
-.PHONY: serve test test-slow lint typecheck bench fuzz soak clean chromium
+.PHONY: serve test test-slow lint typecheck bench fuzz soak clean chromium redis
 
 # pip says only what went wrong (-qq): its notes would bury the server's first lines.
 $(STAMP): pyproject.toml
@@ -31,14 +31,18 @@ typecheck: $(STAMP)
 chromium:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
+# The media fleet's tests start their own redis-server (Debian's) on free loopback ports.
+redis:
+	command -v redis-server >/dev/null || (apt-get update && apt-get install -y redis-server)
+
 # pytest exits 5 when it collected nothing; that is not a failure of the code.
-test: lint typecheck chromium
+test: lint typecheck chromium redis
 	$(PY) -m pytest -n 2 -m "not slow"; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
 
-test-slow: $(STAMP) chromium
+test-slow: $(STAMP) chromium redis
 	$(PY) -m pytest -m slow; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
 
-bench: $(STAMP)
+bench: $(STAMP) redis
 	$(PY) -m bench
 
 # Each target runs for FUZZ_SECONDS; the batch reader starts from its committed seeds

@@ -14,7 +14,8 @@ Thread-safety: helpers for a single-threaded script; nothing here keeps state.
 
 May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``, ``service.config``,
 ``service.meta``, ``service.auth``, ``service.storage``, ``service.index``,
-``service.engine``, ``service.http``, ``service.procs``, ``service.client``, ``tests``.
+``service.engine``, ``service.media``, ``service.http``, ``service.procs``, ``service.client``,
+``tests``.
 """
 
 from __future__ import annotations

@@ -23,6 +23,14 @@ from service.http.bucket_handlers import (
 )
 from service.http.console import ConsoleFileHandler, ConsoleRedirectHandler
 from service.http.event_handlers import BucketEventsHandler
+from service.http.fleet_handlers import (
+    ClaimHandler,
+    CompleteHandler,
+    FailHandler,
+    HeartbeatHandler,
+    OutputsHandler,
+    WorkersHandler,
+)
 from service.http.health import HealthHandler
 from service.http.identity import (
     AccessKeyHandler,
@@ -106,6 +114,12 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/videos/thumbnails", ThumbnailHandler),
         (rf"{API}/videos/jobs", JobsHandler),
         (rf"{API}/videos/jobs/(?P<job_id>[^/]+)", JobHandler),
+        (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/claim", ClaimHandler),
+        (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/heartbeat", HeartbeatHandler),
+        (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/complete", CompleteHandler),
+        (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/fail", FailHandler),
+        (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/outputs", OutputsHandler),
+        (rf"{API}/videos/workers", WorkersHandler),
         (rf"{API}/videos/shares", SharesHandler),
         (rf"{API}/videos/shares/(?P<share_id>[^/]+)", ShareHandler),
         (PLAY, PlayOtherMethodsHandler),

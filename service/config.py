@@ -163,6 +163,13 @@ class Config:
     (fractions allowed)."""
     audit_segment_bytes: int = 16 * MIB
     """Size at which the audit log starts a new segment file (retention removes whole files)."""
+    media_queue: str | None = None
+    """Run video packaging jobs on a fleet of media workers through this Redis
+    (``redis://host:port/db``; see docs/media.md, Running media workers); unset: in the
+    server's own worker processes."""
+    media_lease: float = 60.0
+    """Seconds a fleet worker holds a job without a heartbeat; a worker that dies or stalls
+    loses the job after this and it is sent again."""
 
     @property
     def journal_dir(self) -> str:
@@ -227,6 +234,11 @@ RULES: Mapping[str, Rule] = {
         allowed="comma-separated origins (scheme://host[:port]) or *",
         validator="service.limits.cors:CorsPolicy.parse",
     ),
+    "media_queue": Rule(
+        allowed="a redis:// or rediss:// URL (host, port, database number)",
+        validator="service.media.fleet_queue:parse_queue_url",
+    ),
+    "media_lease": Rule(minimum=1, maximum=86400),
     "webhook_allowed_networks": Rule(
         allowed="comma-separated CIDR networks or addresses (10.0.0.0/8,::1), or *",
         validator="service.events.targets:TargetPolicy.parse",

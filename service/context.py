@@ -27,7 +27,7 @@ from service.limits.fair_slots import FairSlots
 from service.limits.open_streams import OpenStreams
 from service.limits.upload_slots import UploadSlots
 from service.media.image_variants import ImageVariants
-from service.media.video_runner import VideoJobRunner
+from service.media.runners import make_job_runner
 from service.media.video_thumbnail import ThumbnailMaker
 from service.multipart.uploads import Uploads
 from service.observability import FinishedRequest, Metrics, PerformanceRecorder, log_access
@@ -91,12 +91,9 @@ class AppContext:
             on_render=metrics.observe_image_render,
         )
         """Image variants and their cache (shared by the image handlers)."""
-        self.video_jobs = VideoJobRunner(
-            engine,
-            max_jobs=config.max_concurrent_video_jobs,
-            max_pixels=config.image_max_pixels,
-        )
-        """Runs video packaging jobs; started and stopped by ``service.server``."""
+        self.video_jobs = make_job_runner(config, engine, server_secret, uploads)
+        """Runs video packaging jobs, embedded or on a fleet (``service.media.runners``);
+        started and stopped by ``service.server``."""
         self.video_thumbnails = ThumbnailMaker(
             engine, max_pixels=config.image_max_pixels, concurrency=os.cpu_count() or 1
         )

@@ -28,6 +28,10 @@ Exempt, each for a reason:
 - ``service/client/``: the Python client runs in the user's process, reads and writes the
   user's own files (upload sources, download targets), and must not import the server's
   journal.
+- ``service/media/worker.py``, ``fleet_task.py``, ``fleet_client.py``: a media fleet worker
+  runs on its own machine, in no server process, with no data dir: it works in a scratch
+  directory of its own (the downloaded source, the packager's outputs it sends) and reaches
+  the server's data through the HTTP API only.
 - ``service/cli/``: ``svc``, the command line, likewise runs in the user's process on the
   user's own files (the trees it copies, its config file), on top of the client.
 """
@@ -49,6 +53,9 @@ EXEMPT = {
     "service/procs/supervisor.py",
     "service/procs/shared_metrics.py",
     "service/storage/region_locks.py",
+    "service/media/worker.py",
+    "service/media/fleet_task.py",
+    "service/media/fleet_client.py",
 }
 EXEMPT_TREES = ("service/client/", "service/cli/")
 

@@ -406,7 +406,9 @@ class Rendition:
 @dataclasses.dataclass(frozen=True)
 class Job:
     """A video packaging job. ``status`` is queued, processing, completed or failed;
-    ``outputs`` maps ``hls``/``dash`` to the key of the master playlist / manifest."""
+    ``outputs`` maps ``hls``/``dash`` to the key of the master playlist / manifest;
+    ``attempts`` counts its runs and ``worker`` names the media fleet worker of the latest
+    (None when the server packages itself)."""
 
     job_id: str
     bucket: str
@@ -419,6 +421,8 @@ class Job:
     error: str | None
     created_at: datetime.datetime
     updated_at: datetime.datetime
+    attempts: int = 0
+    worker: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -439,6 +443,8 @@ class Job:
             error=data.get("error"),
             created_at=parse_timestamp(data["created_at"]),
             updated_at=parse_timestamp(data["updated_at"]),
+            attempts=int(data.get("attempts") or 0),
+            worker=data.get("worker"),
         )
 
 

@@ -175,9 +175,15 @@ class ApiHandler(AuditedAnswer, tornado.web.RequestHandler):
     # -- upload and stream slots -------------------------------------------------------
 
     def slot_owner(self) -> str:
-        """Whose per-user caps this request counts against: its principal's user."""
-        principal = getattr(self, "principal", None)
-        return principal.user_id if principal is not None else "-"
+        """Whose per-user caps this request counts against: its principal's user; a media
+        fleet job token's own job (as its open sessions do, ``job_credentials``: a busy
+        fleet neither waits for its owner's uploads nor makes them wait)."""
+        principal: Principal | None = getattr(self, "principal", None)
+        if principal is None:
+            return "-"
+        if principal.via == "job":
+            return "job:" + principal.credential_id.partition("#")[0]
+        return principal.user_id
 
     async def wait_for_slot(self, waiting: Awaitable[None]) -> None:
         """Wait for a slot before the body is read (``service.http.admission``): 429 or 503

@@ -75,22 +75,12 @@ class BatchHandler(StreamingBodyHandler):
         self.bucket_name = self.path_kwargs["bucket"]
         await super().prepare_request()
         ctx = self.ctx
-        headers = self.request.headers
-        declared = headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-        if declared and declared not in TAR_TYPES:
-            raise ApiError("InvalidArgument", "the body must be a tar stream (application/x-tar)")
-        length_header = headers.get("Content-Length")
-        if length_header is not None:
-            length = require_int(length_header, "Content-Length", 0, MAX_CONTENT_LENGTH)
-            if length > ctx.config.max_object_bytes:
-                raise ApiError("EntityTooLarge", "the batch is larger than the server accepts")
+        self.check_tar_headers()
         prefix = batch_prefix(self.request.query_arguments.get("prefix"))
         self.authorize(Action.OBJECT_WRITE, bucket=self.bucket_name)
         ctx.engine.ensure_writable()
         require_bucket(ctx.engine, self.bucket_name)
-        await self.acquire_upload_slot()
-        self.set_max_body_size(ctx.config.max_object_bytes)
-        pipe = self.pipe = BodyPipe(asyncio.get_running_loop())
+        pipe = await self.open_pipe()
         limits = BatchLimits(max_member_bytes=ctx.config.max_object_bytes)
         self.job = asyncio.ensure_future(
             store_batch(
@@ -103,6 +93,26 @@ class BatchHandler(StreamingBodyHandler):
             )
         )
         self.job.add_done_callback(_retrieve)
+
+    def check_tar_headers(self) -> None:
+        """The body's declared type (a tar stream) and length (within the object limit)."""
+        headers = self.request.headers
+        declared = headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+        if declared and declared not in TAR_TYPES:
+            raise ApiError("InvalidArgument", "the body must be a tar stream (application/x-tar)")
+        length_header = headers.get("Content-Length")
+        if length_header is not None:
+            length = require_int(length_header, "Content-Length", 0, MAX_CONTENT_LENGTH)
+            if length > self.ctx.config.max_object_bytes:
+                raise ApiError("EntityTooLarge", "the batch is larger than the server accepts")
+
+    async def open_pipe(self) -> BodyPipe:
+        """Take an upload slot (waiting for one as ``acquire_upload_slot`` does) and open
+        the pipe the body is read from (once every check passed)."""
+        await self.acquire_upload_slot()
+        self.set_max_body_size(self.ctx.config.max_object_bytes)
+        pipe = self.pipe = BodyPipe(asyncio.get_running_loop())
+        return pipe
 
     def can_drain_body(self) -> bool:
         """A refusal before the body waits for it also when it is chunked (as batches from

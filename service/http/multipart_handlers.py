@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.auth import Action
+from service.auth.policy import authorize_key
 from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms, rfc3339_ms
 from service.common.wire import (
@@ -18,6 +19,7 @@ from service.common.wire import (
 )
 from service.http.base import ApiHandler, Home
 from service.http.bucket_handlers import decode_cursor, encode_cursor, parse_limit
+from service.http.job_credentials import job_uploads_held
 from service.http.object_handlers import parse_expected_sha256
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
@@ -62,16 +64,20 @@ class MultipartInitHandler(ApiHandler):
 
     async def post(self) -> None:
         body = self.json_body()
-        bucket = body.get("bucket")
+        bucket, key = body.get("bucket"), body.get("key")
         if isinstance(bucket, str):
             self.authorize(Action.MULTIPART_CREATE, bucket=bucket)
+            text_key = key if isinstance(key, str) else ""
+            authorize_key(self.principal, Action.MULTIPART_CREATE, bucket, text_key)
         owner = self.principal.user_id
         engine = self.ctx.engine
         now = now_ms()
-        held = sum(1 for s in engine.state.uploads() if s.owner == owner and s.expires_at > now)
-        with self.ctx.reservations.within_cap(
-            "open multipart uploads", owner, held, MAX_OPEN_UPLOADS_PER_USER
-        ):
+        if self.principal.grant is not None:
+            counted, held, cap = job_uploads_held(engine.state, self.principal, now)
+        else:
+            counted, cap = owner, MAX_OPEN_UPLOADS_PER_USER
+            held = sum(1 for s in engine.state.uploads() if s.owner == owner and s.expires_at > now)
+        with self.ctx.reservations.within_cap("open multipart uploads", counted, held, cap):
             session = await start_upload(engine, owner, body)
         self.send_json(201, session_json(session))
 
@@ -181,6 +187,7 @@ class MultipartPartHandler(StreamingBodyHandler):
         upload_id = self.path_kwargs["upload_id"]
         session = open_session(self.ctx.engine, upload_id)
         self.authorize(Action.MULTIPART_UPLOAD_PART, bucket=session.bucket)
+        authorize_key(self.principal, Action.MULTIPART_UPLOAD_PART, session.bucket, session.key)
         self.part_number = parse_part_number(
             self.get_query_argument(QUERY_PART_NUMBER, None, strip=False)
         )

@@ -40,6 +40,7 @@ from tornado.httputil import (
 from tornado.iostream import StreamClosedError
 
 from service.auth import Action, Principal
+from service.auth.policy import authorize_key
 from service.common.api_errors import ApiError, ServiceError
 from service.common.sizes import CHUNK_BYTES
 from service.common.wire import HEADER_REQUEST_ID, QUERY_VERSION_ID
@@ -116,6 +117,7 @@ def resolve_object_read(
     else:
         principal = authenticate(state, ctx.engine.key_usage, ctx.server_secret, request)
     authorize_action(state, principal, Action.OBJECT_READ, bucket=bucket)
+    authorize_key(principal, Action.OBJECT_READ, bucket, key)
     version = resolve_version(ctx.engine, bucket, key, query_argument(request, QUERY_VERSION_ID))
     return ReadTarget(version, principal.credential_id, principal=principal)
 

@@ -78,6 +78,8 @@ def job_json(job: VideoJob, progress: float) -> dict[str, Any]:
         "output_prefix": job.output_prefix,
         "outputs": {kind: job.outputs.get(kind) for kind in MASTERS},
         "error": job.error,
+        "attempts": job.attempts,
+        "worker": job.worker,
         "created_at": rfc3339_ms(job.created_at),
         "updated_at": rfc3339_ms(job.updated_at),
     }

@@ -18,5 +18,6 @@ in ``service/http/`` translate into the contract's answers.
   each module's docstring says its part.
 
 May import (docs/architecture.md, "Layers"): ``service``, ``fsseam``, ``service.common``,
-``service.meta``, ``service.auth``, ``service.engine``, ``service.ops``.
+``service.config``, ``service.meta``, ``service.auth``, ``service.engine``, ``service.ops``,
+``service.multipart`` (the fleet's outputs are multipart uploads).
 """

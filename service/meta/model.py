@@ -196,7 +196,12 @@ class AccessKey:
 class VideoJob:
     """A video packaging job (``service.meta.video_state``). ``params`` is the journaled form of
     the request (``service.media.video_params.JobParams.to_document``); ``outputs`` maps
-    ``hls``/``dash`` to the key of the master playlist / manifest once completed."""
+    ``hls``/``dash`` to the key of the master playlist / manifest once completed.
+
+    ``attempts`` counts the runs started; ``worker`` names the fleet worker of the latest one
+    (None in the embedded mode); ``active`` is True while that worker holds the attempt's
+    lease; ``publishing`` maps output names to the multipart sessions of an attempt the
+    server accepted and is making visible (``service.media.fleet_publish``)."""
 
     job_id: str
     bucket: str
@@ -210,6 +215,10 @@ class VideoJob:
     error: str | None
     created_at: int
     updated_at: int
+    attempts: int = 0
+    worker: str | None = None
+    active: bool = False
+    publishing: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,10 @@ ACCESS_KEYS_USED = "AccessKeysUsed"
 VIDEO_JOB_CREATED = "VideoJobCreated"
 VIDEO_JOB_UPDATED = "VideoJobUpdated"
 VIDEO_JOB_DELETED = "VideoJobDeleted"
+VIDEO_ATTEMPT_STARTED = "VideoAttemptStarted"
+VIDEO_ATTEMPT_ENDED = "VideoAttemptEnded"
+VIDEO_ATTEMPT_ACCEPTED = "VideoAttemptAccepted"
+VIDEO_ATTEMPT_FINISHED = "VideoAttemptFinished"
 VIDEO_SHARE_CREATED = "VideoShareCreated"
 VIDEO_SHARE_REVOKED = "VideoShareRevoked"
 LIFECYCLE_CONFIGURED = "LifecycleConfigured"
@@ -74,6 +78,10 @@ EVENT_TYPES = frozenset(
         VIDEO_JOB_CREATED,
         VIDEO_JOB_UPDATED,
         VIDEO_JOB_DELETED,
+        VIDEO_ATTEMPT_STARTED,
+        VIDEO_ATTEMPT_ENDED,
+        VIDEO_ATTEMPT_ACCEPTED,
+        VIDEO_ATTEMPT_FINISHED,
         VIDEO_SHARE_CREATED,
         VIDEO_SHARE_REVOKED,
         LIFECYCLE_CONFIGURED,
@@ -96,6 +104,8 @@ USER_CHANGE_FIELDS = frozenset({"password_hash", "status", "role"})
 ABORT_REASONS = frozenset({"aborted", "expired"})
 JOB_STATUSES = ("queued", "processing", "completed", "failed")
 SHARE_REVOKE_REASONS = frozenset({"revoked", "expired"})
+ATTEMPT_END_REASONS = frozenset({"lease_expired", "cancelled"})
+"""Why a fleet attempt ended without a verdict: its lease lapsed, or its job was deleted."""
 
 
 def _only(changes: Mapping[str, Any], allowed: frozenset[str]) -> dict[str, Any]:
@@ -411,6 +421,71 @@ def video_job_updated(
 def video_job_deleted(*, job_id: str, at: int) -> Event:
     """A job was cancelled or deleted (its outputs were removed first); its shares go too."""
     return {"type": VIDEO_JOB_DELETED, "job_id": job_id, "at": at}
+
+
+def video_attempt_started(*, job_id: str, attempt: int, worker: str, host: str, at: int) -> Event:
+    """Fleet worker ``worker`` (on ``host``) claimed attempt ``attempt`` of a job (the next
+    one) and holds its lease: the job is ``processing`` on it."""
+    return {
+        "type": VIDEO_ATTEMPT_STARTED,
+        "job_id": job_id,
+        "attempt": attempt,
+        "worker": worker,
+        "host": host,
+        "at": at,
+    }
+
+
+def video_attempt_ended(*, job_id: str, attempt: int, reason: str, at: int) -> Event:
+    """A fleet attempt ended without a verdict (``ATTEMPT_END_REASONS``); the job waits for
+    its next attempt, ``queued``."""
+    if reason not in ATTEMPT_END_REASONS:
+        raise ValueError(f"unknown attempt end reason {reason!r}")
+    return {
+        "type": VIDEO_ATTEMPT_ENDED,
+        "job_id": job_id,
+        "attempt": attempt,
+        "reason": reason,
+        "at": at,
+    }
+
+
+def video_attempt_accepted(
+    *, job_id: str, attempt: int, uploads: Mapping[str, str], at: int
+) -> Event:
+    """The server accepted a fleet attempt's completion: ``uploads`` maps each output name
+    to the multipart session holding it; the server now completes them (publishing)."""
+    return {
+        "type": VIDEO_ATTEMPT_ACCEPTED,
+        "job_id": job_id,
+        "attempt": attempt,
+        "uploads": dict(uploads),
+        "at": at,
+    }
+
+
+def video_attempt_finished(
+    *,
+    job_id: str,
+    attempt: int,
+    status: str,
+    outputs: Mapping[str, str],
+    error: str | None,
+    at: int,
+) -> Event:
+    """A fleet attempt's verdict: ``completed`` once its outputs are published (``outputs``
+    as in ``video_job_updated``), or ``failed`` with the worker's reason."""
+    if status not in ("completed", "failed"):
+        raise ValueError(f"an attempt finishes completed or failed, not {status!r}")
+    return {
+        "type": VIDEO_ATTEMPT_FINISHED,
+        "job_id": job_id,
+        "attempt": attempt,
+        "status": status,
+        "outputs": dict(outputs),
+        "error": error,
+        "at": at,
+    }
 
 
 def video_share_created(

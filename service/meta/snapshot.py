@@ -29,7 +29,8 @@ Format (a msgpack map; ``format`` says how to read the rest):
     key_last_used {access_key_id: ms}
     anomalies    {name: count}
     video_jobs   [[job_id, bucket, key, created_by, params, output_prefix, status, progress,
-                   outputs, error, created_at, updated_at]]
+                   outputs, error, created_at, updated_at, attempts, worker, active,
+                   publishing]]
     video_shares [[share_id, job_id, bucket, created_by, created_at, expires_at]]
     lifecycle    {bucket: [rule document]}        (service.meta.lifecycle_state)
     notifications {bucket: [webhook document]}    (service.meta.notification_state)
@@ -43,6 +44,8 @@ before bucket identities) gets the identity derived from its name and ``created_
 fields in parentheses are written only for a bucket with object lock and a version with a
 retention or legal hold (``service.meta.model.bucket_row`` / ``version_row``): rows without
 them read as unlocked.
+A job row's last four fields (the media fleet's attempts) came later still: a shorter row
+reads as a job with no attempt recorded.
 
 Everything is written in a canonical order (buckets, keys, ids sorted), so equal states give
 equal bytes.
@@ -142,6 +145,10 @@ def _job_row(job: VideoJob) -> list[Any]:
         job.error,
         job.created_at,
         job.updated_at,
+        job.attempts,
+        job.worker,
+        job.active,
+        None if job.publishing is None else dict(job.publishing),
     ]
 
 

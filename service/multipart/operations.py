@@ -46,7 +46,7 @@ from service.ops.objects import (
     storage_failure,
 )
 from service.storage import StagedPayload
-from service.storage.direct import DirectStaged
+from service.storage.direct import DirectStaged, is_direct_id
 
 MIB = 1024 * 1024
 DEFAULT_PART_SIZE = 8 * MIB
@@ -261,6 +261,14 @@ def refuse_quarantined_parts(engine: Engine, parts: Sequence[PartInfo]) -> None:
             )
 
 
+def _is_own_file(parts: Sequence[PartInfo]) -> bool:
+    """Whether the manifest is one part stored in a payload file of its own (not in place):
+    then that file is the object as it is, and the version shares it with the part (the
+    payload references are counted, ``service.meta.refs``) instead of a copy being joined
+    and hashed again. A fleet worker's outputs arrive so (``service.media.fleet_outputs``)."""
+    return len(parts) == 1 and not is_direct_id(parts[0].payload_id)
+
+
 async def complete_upload(
     uploads: Uploads, session: UploadSession, body: Mapping[str, Any]
 ) -> ObjectVersion:
@@ -277,19 +285,23 @@ async def complete_upload(
             staged = await uploads.in_place.take(session, parts)
             if staged is None:
                 staged = await uploads.assemblies.take(session.upload_id, parts)
-            if staged is None:
+            if staged is None and not _is_own_file(parts):
                 staged = await engine.run_blocking(engine.store.join, [p.payload_id for p in parts])
         except OSError as exc:
             raise storage_failure(exc) from None  # the join or seal discarded its file
-        payload_id = await promote_staged(engine, staged)
+        if staged is None:  # one part in a payload file of its own: the object already
+            payload_id, size, sha256 = parts[0].payload_id, parts[0].size, parts[0].sha256
+        else:
+            payload_id = await promote_staged(engine, staged)
+            size, sha256 = staged.size, staged.sha256
         crashpoints.hit("multipart.joined_promoted")
         outcome = await engine.commit(
             records.upload_completed(
                 upload_id=session.upload_id,
                 part_numbers=[part.part_number for part in parts],
                 payload_id=payload_id,
-                size=staged.size,
-                sha256=staged.sha256,
+                size=size,
+                sha256=sha256,
                 version_token=new_version_token(),
                 at=now_ms(),
             )

@@ -20,6 +20,7 @@ from service.openapi.paths_accounts import account_paths, health_paths, system_p
 from service.openapi.paths_audit import audit_paths, audit_schemas
 from service.openapi.paths_batch import batch_paths, batch_schemas
 from service.openapi.paths_console import console_paths
+from service.openapi.paths_fleet import JOB_TOKEN_SCHEME, fleet_paths, fleet_schemas
 from service.openapi.paths_lock import lock_paths, lock_schemas
 from service.openapi.paths_media import image_paths, video_paths
 from service.openapi.paths_replication import replication_paths, replication_schemas
@@ -75,6 +76,7 @@ def security_schemes() -> dict[str, Any]:
             "scheme": "bearer",
             "description": "A token from `POST /api/v1/auth/login`.",
         },
+        "jobToken": JOB_TOKEN_SCHEME,
         "presignExpires": {
             "type": "apiKey",
             "in": "query",
@@ -111,6 +113,7 @@ def openapi_document() -> dict[str, Any]:
         system_paths(),
         multipart_paths(),
         video_paths(),
+        fleet_paths(),
         upkeep_paths(),
         replication_paths(),
         audit_paths(),
@@ -151,6 +154,7 @@ def openapi_document() -> dict[str, Any]:
                 **replication_schemas(),
                 **lock_schemas(),
                 **audit_schemas(),
+                **fleet_schemas(),
             },
             "responses": error_responses(REQUEST_ID),
             "parameters": parameter_components(),

@@ -148,6 +148,14 @@ JOB = closed(
             {"hls": nullable({"type": "string"}), "dash": nullable({"type": "string"})}
         ),
         "error": nullable({"type": "string"}),
+        "attempts": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Runs started (each lease a fleet worker took counts one).",
+        },
+        "worker": nullable(
+            {"type": "string", "description": "The fleet worker of the latest attempt."}
+        ),
         "created_at": TIMESTAMP,
         "updated_at": TIMESTAMP,
     }

@@ -334,6 +334,22 @@ async def store_batch(
     each one's outcome in stream order. ``run`` runs the blocking staging off the event loop
     (default: the engine's executor; the HTTP layer gives it a thread of its own, since it
     waits for the client's bytes)."""
+    entries = await stage_batch(engine, bucket, prefix, source, limits, run=run)
+    return await _commit_all(engine, entries)
+
+
+async def stage_batch(
+    engine: Engine,
+    bucket: str,
+    prefix: str,
+    source: ByteSource,
+    limits: BatchLimits,
+    *,
+    run: Runner[list[Staged]] | None = None,
+) -> list[Staged]:
+    """Phase 1 of ``store_batch``: every member of ``source`` staged and promoted, durable
+    (the shared sync ran), none committed yet. Also how a media fleet worker's outputs
+    arrive (``service.media.fleet_outputs``), committed as open multipart uploads."""
     engine.ensure_writable()
     group = engine.payload_sync
     ticket = group.ticket() if group is not None else 0
@@ -352,7 +368,7 @@ async def store_batch(
         except OSError as exc:
             await _remove_uncommitted(engine, promoted)
             raise storage_failure(exc) from None
-    return await _commit_all(engine, entries)
+    return entries
 
 
 async def _remove_uncommitted(engine: Engine, payload_ids: list[str]) -> None:

@@ -24,6 +24,7 @@ from service.config import Config
 from service.context import AppContext
 from service.engine.core import Engine, OwnState
 from service.engine.journaled import JournalCommitter
+from service.media.fleet_metrics import FleetCollector
 from service.media.video_shares import reap_expired_shares
 from service.meta import records
 from service.multipart.operations import reap_expired_uploads
@@ -78,6 +79,7 @@ class JournalOwner:
         ctx.metrics.add_collector(
             UpkeepCollector(ctx.lifecycle, ctx.webhooks, engine.events, ctx.scrub)
         )
+        ctx.metrics.add_collector(FleetCollector(ctx.video_jobs))
         await ctx.webhooks.start()
         await ctx.scrub.start()
         engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)

@@ -22,6 +22,7 @@ ADMIN_ONLY = {
     Action.METRICS_READ,
     Action.SYSTEM_MAINTENANCE,
     Action.AUDIT_READ,
+    Action.VIDEO_WORKER_LIST,
 }
 BUCKET_OWNER = {
     Action.BUCKET_READ,

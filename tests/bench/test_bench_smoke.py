@@ -223,3 +223,21 @@ def test_audit_section_sets_each_audited_load_beside_its_unaudited_twin() -> Non
     cpu = by_label["CPU per request, 4 KiB GET, SERVICE_AUDIT_READS=1"]
     assert_measured(cpu)
     assert "audit records written" in cpu["notes"]
+
+
+def test_fleet_section_packages_the_same_videos_three_ways_and_sets_cpu_beside_in_server() -> None:
+    from bench import SMOKE
+    from bench.fleet_bench import run
+
+    rows = run(SMOKE)
+    names = [row["measurement"] for row in rows]
+    assert [name.rsplit(", ", 1)[1] for name in names[:3]] == ["embedded", "fleet x1", "fleet x2"]
+    assert all(row["value"] > 0 for row in rows)
+    cpu = rows[3]
+    assert cpu["anchor"] == "in-server" and cpu["anchor_value"] > 0 and cpu["ratio"] > 0
+    assert "server CPU per packaged minute" in names[4] and "rate" in names[5]
+    hop = rows[6]
+    assert "outside the packager" in names[6] and hop["anchor_value"] > 0
+    packager = rows[7]
+    assert "in the packager" in names[7] and packager["anchor_value"] > 0
+    assert "core of its own" in names[8]

@@ -47,6 +47,7 @@ from tests.crash.enginekit import (
     part_of,
     seeded_names,
 )
+from tests.crash.mediakit import check_media, media_kinds
 from tests.crash.upkeepkit import check_upkeep, upkeep_kinds
 
 Step = Callable[[SimMachine, dict[str, Any]], Awaitable[None]]
@@ -332,6 +333,10 @@ KINDS: dict[str, Kind] = {
             Kind(name, setup, operation, overrides=tuple(overrides.items()))
             for name, (setup, operation, overrides) in audit_kinds(base_setup, must).items()
         ),
+        *(
+            Kind(name, setup, operation, overrides=tuple(overrides.items()))
+            for name, (setup, operation, overrides) in media_kinds(base_setup, must).items()
+        ),
     )
 }
 
@@ -426,6 +431,7 @@ async def _upkeep(machine: SimMachine, verdict: Verdict, firm: bool) -> None:
     await check_upkeep(machine, verdict, firm=firm)
     await check_archive(machine, verdict)
     await check_audit(machine, verdict, firm=firm)
+    check_media(machine, verdict, firm=firm)
 
 
 async def _crash_during_recovery(

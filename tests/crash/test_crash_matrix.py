@@ -35,6 +35,7 @@ BALANCED_FAST = (
     "scrub",
     "archive_ship",
     "audit_append",
+    "fleet_outputs",
 )
 FAST = [(name, "strict") for name in KINDS] + [(name, "balanced") for name in BALANCED_FAST]
 SLOW = [(name, mode) for mode in ("strict", "balanced") for name in KINDS]

@@ -246,6 +246,32 @@ class Factory:
             ),
         ]
 
+    def fleet_done(self, job_id: str, prefix: str = "videos/") -> list[Event]:
+        """A fleet's way to completed: attempt 1 lost with its lease, attempt 2 accepted
+        (its uploads published) and finished."""
+        return [
+            records.video_attempt_started(
+                job_id=job_id, attempt=1, worker="w1", host="h1", at=self.at()
+            ),
+            records.video_attempt_ended(
+                job_id=job_id, attempt=1, reason="lease_expired", at=self.at()
+            ),
+            records.video_attempt_started(
+                job_id=job_id, attempt=2, worker="w2", host="h2", at=self.at()
+            ),
+            records.video_attempt_accepted(
+                job_id=job_id, attempt=2, uploads={"hls/master.m3u8": "up-m"}, at=self.at()
+            ),
+            records.video_attempt_finished(
+                job_id=job_id,
+                attempt=2,
+                status="completed",
+                outputs={"hls": f"{prefix}hls/master.m3u8"},
+                error=None,
+                at=self.at(),
+            ),
+        ]
+
     def share(self, job_id: str, *, ttl_ms: int = 3_600_000) -> Event:
         at = self.at()
         return records.video_share_created(

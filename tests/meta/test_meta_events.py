@@ -66,6 +66,8 @@ def every_event(f: Factory) -> list[records.Event]:
         records.upload_aborted(upload_id=f"up{f.serial:06d}", reason="expired", at=f.at()),
         job,
         *f.job_done(job_id),
+        fleet_job := f.job(),
+        *f.fleet_done(fleet_job["job_id"]),
         share,
         records.video_share_revoked(share_id=share["share_id"], reason="revoked", at=f.at()),
         records.video_job_deleted(job_id=job_id, at=f.at()),
