@@ -64,6 +64,9 @@ class ServerProcess:
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
     starts: int = 0
+    start_exit: int | None = None
+    """After a start that failed: the code its process exited with by itself (a crash point's
+    SIGKILL is -9); None if it was still running when the start gave up and killed it."""
 
     @property
     def url(self) -> str:
@@ -124,9 +127,12 @@ class ServerProcess:
             cwd=str(REPO_ROOT),
         )
         log_file.close()
+        self.start_exit = None
         try:
             self.wait_ready(timeout)
         except BaseException:
+            # How the process ended by itself (None: it was still running, and is killed).
+            self.start_exit = self.process.poll() if self.process is not None else None
             self.kill()  # a start that failed leaves no process behind
             raise
 

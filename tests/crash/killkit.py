@@ -382,7 +382,7 @@ class KillKit(KillChecks):
             try:
                 self.proc.start(extra_env=env)
             except RuntimeError:
-                code = self.proc.process.returncode if self.proc.process else None
+                code = self.proc.start_exit
                 self.proc.kill()
                 self.problem(f"start after a kill died ({code}) though nothing can be torn")
                 return
@@ -394,7 +394,7 @@ class KillKit(KillChecks):
         try:
             self.proc.start(extra_env=env)
         except RuntimeError:
-            code = self.proc.process.returncode if self.proc.process else None
+            code = self.proc.start_exit
             self.proc.kill()
             if code == -signal.SIGKILL:
                 self.tally.hits[point] += 1
