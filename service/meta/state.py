@@ -46,15 +46,11 @@ from service.meta.lifecycle_state import Lifecycle, judged_refusal
 from service.meta.lock_state import ObjectLocks, bucket_settings, setting_changes
 from service.meta.model import (
     NULL_VERSION_ID,
-    AccessKey,
     Bucket,
     Counts,
     ObjectPage,
     ObjectVersion,
-    PartInfo,
-    UploadSession,
     Usage,
-    User,
     VersionPage,
     delete_marker,
 )
@@ -68,13 +64,14 @@ from service.meta.object_index import (
 )
 from service.meta.outcome import Outcome, accepted, rejected
 from service.meta.refs import PayloadRefs
+from service.meta.resource_reads import ResourceReads
 from service.meta.upload_state import Uploads
 from service.meta.video_state import Media
 
 Handler = Callable[[Mapping[str, Any]], Outcome]
 
 
-class MetaState:
+class MetaState(ResourceReads):
     """The object store's metadata; see the module docstring."""
 
     def __init__(self, objects: ObjectStore | None = None) -> None:
@@ -550,60 +547,3 @@ class MetaState:
             objects=sum(usage.object_count for usage in usages),
             bytes_stored=sum(usage.size_bytes for usage in usages),
         )
-
-    # -- reads: multipart ---------------------------------------------------------------
-
-    def get_upload(self, upload_id: str) -> UploadSession | None:
-        """The session, open or expired-but-not-yet-aborted (compare ``expires_at``)."""
-        return self._uploads.get(upload_id)
-
-    def upload_parts(self, upload_id: str) -> list[PartInfo]:
-        """The session's parts by part number (empty for an unknown session)."""
-        return self._uploads.parts(upload_id)
-
-    def uploads(self, bucket: str | None = None) -> list[UploadSession]:
-        """Sessions of ``bucket`` (all for None) by key, then age."""
-        return self._uploads.sessions(bucket)
-
-    def expired_uploads(self, now_ms: int) -> list[UploadSession]:
-        """Sessions past their ``expires_at``, for the task that journals their expiry."""
-        return self._uploads.expired(now_ms)
-
-    # -- reads: video jobs and shares ----------------------------------------------------
-
-    @property
-    def media(self) -> Media:
-        """Video jobs and shares; read through it, never change it (only ``apply`` does)."""
-        return self._media
-
-    @property
-    def lifecycle(self) -> Lifecycle:
-        """Lifecycle rules per bucket; read through it, never change it."""
-        return self._lifecycle
-
-    @property
-    def notifications(self) -> Notifications:
-        """Webhooks per bucket; read through it, never change it."""
-        return self._notifications
-
-    # -- reads: users and access keys ----------------------------------------------------
-
-    def get_user(self, user_id: str) -> User | None:
-        return self._accounts.get_user(user_id)
-
-    def user_by_username(self, username: str) -> User | None:
-        return self._accounts.user_by_username(username)
-
-    def list_users(self) -> list[User]:
-        return self._accounts.list_users()
-
-    def get_access_key(self, access_key_id: str) -> AccessKey | None:
-        return self._accounts.get_access_key(access_key_id)
-
-    def list_access_keys(self, user_id: str | None = None) -> list[AccessKey]:
-        return self._accounts.list_access_keys(user_id)
-
-    def key_last_used(self, access_key_id: str) -> int | None:
-        """The key's journaled last use (ms); None if none was journaled. Uses noted since
-        the last ``AccessKeysUsed`` event live in ``service.engine.key_usage``."""
-        return self._accounts.last_used(access_key_id)

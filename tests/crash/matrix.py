@@ -40,14 +40,13 @@ from tests.crash.batchkit import put_batch
 from tests.crash.checkkit import Verdict, check_recovered, check_state
 from tests.crash.enginekit import (
     GC_GRACE,
-    CrashPoints,
     Result,
     SimMachine,
     crash_config,
     part_of,
-    seeded_names,
 )
 from tests.crash.mediakit import check_media, media_kinds
+from tests.crash.replay_controls import CrashPoints, seeded_names
 from tests.crash.upkeepkit import check_upkeep, upkeep_kinds
 
 Step = Callable[[SimMachine, dict[str, Any]], Awaitable[None]]

@@ -35,8 +35,9 @@ from tests.crash.checkkit import (
     check_state,
     observe_upload,
 )
-from tests.crash.enginekit import CrashPoints, SimMachine, seeded_names
+from tests.crash.enginekit import SimMachine
 from tests.crash.model import sha256, visible
+from tests.crash.replay_controls import CrashPoints, seeded_names
 
 BUCKETS = {"plain": False, "versioned": True}
 KEYS = ("a", "b", "dir/c")
