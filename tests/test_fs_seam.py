@@ -34,6 +34,13 @@ Exempt, each for a reason:
   the server's data through the HTTP API only.
 - ``service/cli/``: ``svc``, the command line, likewise runs in the user's process on the
   user's own files (the trees it copies, its config file), on top of the client.
+- ``service/archive/targets.py``, ``shipper.py``, ``verify.py``: they touch the archive, not
+  the data dir, outside the seam only for scratch files (the file lists ``rclone`` reads, the
+  records a prune or a verify fetches from a remote into a temporary directory); the data
+  dir's files they read go through the seam.
+- ``service/archive/restore.py``: ``python -m service restore`` runs with no server, writing a
+  new data dir with its own fsyncs and renames before it reports success. Moving it onto the
+  seam (and into the crash matrix) is left for the next round (docs/replication.md).
 """
 
 from __future__ import annotations
@@ -56,6 +63,10 @@ EXEMPT = {
     "service/media/worker.py",
     "service/media/fleet_task.py",
     "service/media/fleet_client.py",
+    "service/archive/targets.py",
+    "service/archive/shipper.py",
+    "service/archive/verify.py",
+    "service/archive/restore.py",
 }
 EXEMPT_TREES = ("service/client/", "service/cli/")
 

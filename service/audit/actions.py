@@ -14,6 +14,10 @@ from __future__ import annotations
 from service.auth import Action
 
 LOGIN = "auth:login"
+_ATTEMPT = "video_attempt"
+"""A media worker's calls with its job token (``service.http.fleet_handlers``): no ``Action``
+authorises them, the token does, so they are named here."""
+_J = "/api/v1/videos/jobs/{job_id}"
 _B = "/api/v1/buckets/{bucket}"
 _O = f"{_B}/objects/{{key}}"
 _ACTIONS: dict[tuple[str, str], Action | str] = {
@@ -77,6 +81,13 @@ _ACTIONS: dict[tuple[str, str], Action | str] = {
     ("/api/v1/system/scrub", "POST"): Action.SYSTEM_MAINTENANCE,
     ("/api/v1/system/audit", "GET"): Action.AUDIT_READ,
     ("/api/v1/system/audit/verify", "GET"): Action.AUDIT_READ,
+    ("/api/v1/replication", "GET"): Action.SYSTEM_INFO,
+    ("/api/v1/videos/workers", "GET"): Action.VIDEO_WORKER_LIST,
+    (f"{_J}/claim", "POST"): f"{_ATTEMPT}:claim",
+    (f"{_J}/heartbeat", "POST"): f"{_ATTEMPT}:heartbeat",
+    (f"{_J}/complete", "POST"): f"{_ATTEMPT}:complete",
+    (f"{_J}/fail", "POST"): f"{_ATTEMPT}:fail",
+    (f"{_J}/outputs", "POST"): f"{_ATTEMPT}:outputs",
 }
 ACTIONS: dict[tuple[str, str], str] = {
     route: action if isinstance(action, str) else action.value for route, action in _ACTIONS.items()

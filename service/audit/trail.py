@@ -69,7 +69,7 @@ def token_fingerprint(token: str) -> str:
 
 def principal_of(principal: Principal, request: HTTPServerRequest) -> dict[str, Any]:
     """The ``principal`` field of an authenticated request."""
-    if principal.via == "token":
+    if principal.via in ("token", "job"):  # a console token, or a media worker's job token
         token = parse_bearer_authorization(request.headers.get("Authorization", "")) or ""
         return {"user_id": principal.user_id, "token": token_fingerprint(token)}
     name = {"access_key": "access_key_id", "presign": "presigned", "share": "share"}[principal.via]
