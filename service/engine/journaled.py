@@ -273,6 +273,14 @@ class JournalCommitter:
     async def commit(self, event: dict[str, Any]) -> Outcome:
         """Append ``event`` to the journal and return the outcome of applying it."""
         self.ensure_writable()
+        return await self.append(event)
+
+    async def append(self, event: dict[str, Any]) -> Outcome:
+        """``commit`` past the writability check: a standby's committer, which refuses every
+        mutation, appends the primary's records through here
+        (``service.replication.committer``)."""
+        if self._read_only_reason is not None:
+            raise ReadOnlyError()
         journal = self.journal
         if journal is None:
             raise NotServingError("the server is starting", retry_after=1)
