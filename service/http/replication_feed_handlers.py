@@ -144,8 +144,8 @@ class RecordsFeedHandler(_FeedHandler):
         if first < 1:
             raise ApiError("InvalidArgument", "from must be a sequence >= 1")
         wait = float(self._number("wait", 0))
-        slot = self.slot(feed, first - 1)
         try:
+            slot = self.slot(feed, first - 1)
             frames = await feed.records(slot, first, wait)
         except RecordsGoneError as exc:
             raise ApiError(

@@ -37,6 +37,7 @@ from service.auth.server_secret import SERVER_SECRET_FILENAME
 from service.common.timefmt import rfc3339_ms
 from service.engine.core import Engine
 from service.engine.journaled import JournalCommitter
+from service.replication.sync import ConfirmationWaiters
 from service.replication.wire import BATCH_BYTES, MAX_RECORD_BYTES, MAX_WAIT_SECONDS
 
 __all__ = ["Frames", "RecordsGoneError", "ReplicationFeed", "StandbySlot"]
@@ -88,6 +89,8 @@ class ReplicationFeed:
         self._clock = clock
         self._journal_dir = engine.config.journal_dir
         self.slots: dict[str, StandbySlot] = {}
+        self.waiters: ConfirmationWaiters | None = None
+        """Sync mode: the writes waiting for a standby (``service.replication.sync``)."""
         self._batch = asyncio.Event()
         committer.on_batch.append(self._on_batch)
 
@@ -99,7 +102,15 @@ class ReplicationFeed:
     # -- positions ------------------------------------------------------------------
 
     def note(self, standby_id: str, address: str, confirmed: int, lag_bytes: int) -> StandbySlot:
-        """A request from ``standby_id``, which holds every record up to ``confirmed``."""
+        """A request from ``standby_id``, which holds every record up to ``confirmed``.
+
+        Raises ``ValueError`` for a position past this primary's newest record (a standby of
+        another history: it confirms nothing here)."""
+        newest = self._committer.last_sequence()
+        if confirmed > newest:
+            raise ValueError(
+                f"the standby holds records up to {confirmed}; this primary's newest is {newest}"
+            )
         now = time.monotonic()
         slot = self.slots.get(standby_id)
         if slot is None or now - slot.last_seen > CONNECTED_SECONDS:
@@ -116,12 +127,19 @@ class ReplicationFeed:
         slot.connected_since_ms = connected
         slot.last_seen = now
         slot.lag_bytes = lag_bytes
-        if confirmed >= self._committer.last_sequence():
+        if confirmed >= newest:
             slot.caught_up_at = self._clock()
         if confirmed != slot.confirmed_sequence:
             slot.confirmed_sequence = confirmed
             self._engine.release_payloads(self._committer.holds.due())
+        if self.waiters is not None:
+            self.waiters.confirm(confirmed)
         return slot
+
+    def wait_for_standbys(self, timeout: float) -> None:
+        """Sync mode from now on: every commit waits until a standby confirms it."""
+        self.waiters = ConfirmationWaiters(timeout)
+        self._committer.confirmation = self.waiters.wait
 
     @staticmethod
     def _reader_name(standby_id: str) -> str:

@@ -174,6 +174,9 @@ class Follower:
             self.fetched_payloads += fetched.payloads
             self.fetched_bytes += fetched.bytes
             await self._committer.apply_shipped(shipped)
+            # Balanced: durable before the next request confirms them (a sync primary
+            # acknowledges its writes on that confirmation). Strict: synced already.
+            await self._committer.sync()
             self.applied_records += len(shipped)
             self.pending_bytes = 0
         if self.applied_sequence >= self.primary_sequence:

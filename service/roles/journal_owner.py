@@ -81,6 +81,9 @@ class JournalOwner:
             ctx.archiver = self.archiver
             ctx.metrics.add_collector(ArchiveCollector(self.archiver))
         if self.feed is not None:
+            if config.replication == "sync":
+                # After the first start's bootstrap, which no standby can confirm yet.
+                self.feed.wait_for_standbys(config.replication_timeout)
             ctx.replication_feed = self.feed
             ctx.metrics.add_collector(FeedCollector(self.feed))
             feed = self.feed
