@@ -74,3 +74,26 @@ def test_a_standby_follows_writes_as_they_commit(server_factory: Factory) -> Non
             assert api.delete("/buckets/live/objects/k3").status_code == 204
             wait_caught_up(api, copy)
             assert everything(copy) == everything(api)
+
+
+def test_a_stopped_standby_started_without_follow_serves_as_a_primary(
+    server_factory: Factory,
+) -> None:
+    """The manual failover docs/replication.md describes (until promotion exists)."""
+    primary = server_factory()
+    with primary.client() as api:
+        assert api.post("/buckets", json={"name": "handover"}).status_code == 201
+        assert api.put("/buckets/handover/objects/a", content=b"from the primary").is_success
+        standby = start_standby(server_factory, primary)
+        with standby.client() as copy:
+            wait_caught_up(api, copy)
+            expected = everything(api)
+    primary.kill()
+    standby.stop()
+    standby.env_overrides = {}
+    standby.start()
+    with standby.client() as new:
+        assert everything(new) == expected
+        assert status(new)["role"] == "primary"
+        assert new.put("/buckets/handover/objects/b", content=b"new").is_success
+        assert new.get("/buckets/handover/objects/a").content == b"from the primary"
