@@ -24,6 +24,8 @@ class Quarantine(AbstractSet[str]):
         self._ids: set[str] = set()
         self.listeners: list[Callable[[list[str]], None]] = []
         """Told of every id newly added (not of ``replace``)."""
+        self.lift_listeners: list[Callable[[list[str]], None]] = []
+        """Told of every id ``lift`` took out (a payload repaired from a verified copy)."""
 
     @classmethod
     def _from_iterable(cls, it: Iterable[Any]) -> AbstractSet[Any]:
@@ -54,6 +56,16 @@ class Quarantine(AbstractSet[str]):
     def replace(self, payload_ids: Iterable[str]) -> None:
         """What the disk says is quarantined now (a start, a worker reading it again)."""
         self._ids = set(payload_ids)
+
+    def lift(self, payload_ids: Iterable[str]) -> None:
+        """Payloads put back whole (``service.storage.repair``): served again; the
+        listeners hear of those that were quarantined."""
+        lifted = [each for each in payload_ids if each in self._ids]
+        if not lifted:
+            return
+        self._ids.difference_update(lifted)
+        for listener in self.lift_listeners:
+            listener(lifted)
 
     def forget(self, payload_ids: Iterable[str]) -> None:
         """Payloads nothing references any more: their quarantine is over."""

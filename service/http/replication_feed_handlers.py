@@ -3,7 +3,9 @@
 An administrator's (``system:info``), read-only, answered by the process that owns the
 journal (``Home.JOURNAL``: a worker forwards them). Every read of a file (snapshot, frames,
 payload) runs on the executor, a window at a time, so a standby's copy never holds the
-event loop and never blocks a write. A server that is itself a standby has no feed: 404.
+event loop and never blocks a write. A server that is itself a standby has no feed: 404,
+but for the payloads route, which a standby serves too: its primary's scrub repairs a
+rotten payload from the standby's copy (``service.replication.repair``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from service.auth import Action
 from service.common.api_errors import ApiError
 from service.http.base import ApiHandler, Home
 from service.replication.feed import RecordsGoneError, ReplicationFeed, StandbySlot
+from service.replication.repair import standby_url
 from service.replication.wire import (
     HEADER_FIRST,
     HEADER_LAST,
@@ -22,6 +25,7 @@ from service.replication.wire import (
     HEADER_SNAPSHOT_SEQUENCE,
     HEADER_STANDBY_ID,
     HEADER_STANDBY_LAG_BYTES,
+    HEADER_STANDBY_URL,
     standby_id_ok,
 )
 from service.storage.direct import parse_direct_id, read_region
@@ -49,7 +53,12 @@ class _FeedHandler(ApiHandler):
             raise ApiError("InvalidArgument", f"{HEADER_STANDBY_ID} must name the standby")
         lag = self.request.headers.get(HEADER_STANDBY_LAG_BYTES, "0")
         lag_bytes = int(lag) if lag.isdigit() and len(lag) < 19 else 0
-        return feed.note(standby_id, self.request.remote_ip or "-", confirmed, lag_bytes)
+        address = self.request.remote_ip or "-"
+        slot = feed.note(standby_id, address, confirmed, lag_bytes)
+        # Where, and as whom, the scrub may fetch this standby's copies (a repair).
+        slot.url = standby_url(self.request.headers.get(HEADER_STANDBY_URL, ""), address)
+        slot.authorization = self.request.headers.get("Authorization")
+        return slot
 
     async def send_file(self, path: str) -> None:
         """The whole file at ``path`` (opened on the executor; one window in memory)."""
@@ -101,7 +110,9 @@ class PayloadFeedHandler(_FeedHandler):
     route_name = "/api/v1/replication/payloads/{payload_id}"
 
     async def get(self, payload_id: str) -> None:
-        self.feed()
+        self.authorize(Action.SYSTEM_INFO)
+        if self.ctx.replication_feed is None and self.ctx.follower is None:
+            raise ApiError("NotFound", "this server has no replication role")
         engine = self.ctx.engine
         located = parse_direct_id(payload_id)
         try:

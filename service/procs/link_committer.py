@@ -80,10 +80,20 @@ class LinkCommitter:
         return None  # the journal is the writer's
 
     def _on_note(self, note: dict[str, Any]) -> None:
-        """The writer quarantined payloads (its scrub): refuse them from now on."""
-        self.engine.quarantined.update(note.get("quarantined", ()))
+        """The writer quarantined payloads (its scrub): refuse them from now on; or it
+        repaired some: serve them again, never from what was cached of the rotten file."""
+        engine = self.engine
+        engine.quarantined.update(note.get("quarantined", ()))
+        repaired = list(note.get("repaired", ()))
+        if repaired:
+            engine.payload_cache.discard(repaired)
+            engine.quarantined.lift(repaired)
 
     async def _reload_quarantine(self) -> None:
         engine = self.engine
         await self._link.connect()
+        before = set(engine.quarantined)
         engine.quarantined.replace(await engine.run_blocking(engine.integrity.quarantined_ids))
+        lifted = before - set(engine.quarantined)
+        if lifted:  # repaired (or released) meanwhile: nothing cached of the old file stays
+            engine.payload_cache.discard(lifted)

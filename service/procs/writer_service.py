@@ -82,6 +82,13 @@ class CommitService:
             if not peer.is_closing():
                 peer.write(frame)
 
+    def tell_repaired(self, payload_ids: list[str]) -> None:
+        """Workers serve a repaired payload again (and drop what they cached of it)."""
+        frame = pack([NOTE_ID, {"repaired": payload_ids}])
+        for peer in list(self._peers):
+            if not peer.is_closing():
+                peer.write(frame)
+
     async def stop(self) -> None:
         """Stop listening; commits already received finish and are answered."""
         if self._server is not None:

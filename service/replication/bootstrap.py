@@ -45,6 +45,7 @@ from service.replication.payloads import PayloadFetcher, ReplicationError
 from service.replication.wire import (
     HEADER_SNAPSHOT_SEQUENCE,
     HEADER_STANDBY_ID,
+    HEADER_STANDBY_URL,
     SECRET_PATH,
     SNAPSHOT_PATH,
     parse_credentials,
@@ -66,6 +67,8 @@ class PrimaryLink:
     access_key: str
     secret_key: str
     standby_id: str
+    standby_url: str = ""
+    """Where this standby serves (``X-Standby-Url``: the primary's scrub repairs from it)."""
 
     def sync_client(self) -> httpx.Client:
         return httpx.Client(**self.client_options())
@@ -77,7 +80,7 @@ class PrimaryLink:
         return dict(
             base_url=self.url.rstrip("/"),
             auth=(self.access_key, self.secret_key),
-            headers={HEADER_STANDBY_ID: self.standby_id},
+            headers={HEADER_STANDBY_ID: self.standby_id, HEADER_STANDBY_URL: self.standby_url},
             timeout=HTTP_TIMEOUT,
         )
 
@@ -99,7 +102,8 @@ def primary_link(config: Config, fs: FileSystem) -> PrimaryLink:
     """The primary a standby's settings name (``load_config`` checked them)."""
     assert config.follow is not None and config.follow_credentials is not None
     key, secret = parse_credentials(config.follow_credentials)
-    return PrimaryLink(config.follow, key, secret, standby_id(fs, config.data_dir))
+    own_url = config.public_url or f"http://{config.host}:{config.port}"
+    return PrimaryLink(config.follow, key, secret, standby_id(fs, config.data_dir), own_url)
 
 
 def is_fresh(engine: Engine) -> bool:

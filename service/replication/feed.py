@@ -61,6 +61,10 @@ class StandbySlot:
     caught_up_at: float
     """Wall time at which it last confirmed every record the primary had."""
     lag_bytes: int = 0
+    url: str | None = None
+    """Where the standby serves its own payloads (``service.replication.repair``)."""
+    authorization: str | None = None
+    """The credentials it presented, which its own copy of the users accepts too."""
     tail: LogTail | None = None
     reading: asyncio.Lock = field(default_factory=asyncio.Lock)
 

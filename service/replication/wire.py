@@ -15,7 +15,10 @@ state; docs/api.md, "Replication stream", is the reference:
   primary's newest. Asking from N confirms every record before N (the standby holds them).
   410 ``RecordsGone`` when record N left the primary's log: bootstrap again.
 
-The standby names itself in ``X-Standby-Id`` and its byte lag in ``X-Standby-Lag-Bytes``.
+The standby names itself in ``X-Standby-Id``, its byte lag in ``X-Standby-Lag-Bytes``, and
+where it serves in ``X-Standby-Url``: the primary's scrub fetches a payload it must repair
+from the standby's own ``/api/v1/replication/payloads/{id}`` there, with the credentials the
+standby presented (``service.replication.repair``).
 
 Pure names and parsing: no I/O.
 """
@@ -30,6 +33,7 @@ RECORDS_PATH = PREFIX + "/records"
 
 HEADER_STANDBY_ID = "X-Standby-Id"
 HEADER_STANDBY_LAG_BYTES = "X-Standby-Lag-Bytes"
+HEADER_STANDBY_URL = "X-Standby-Url"
 HEADER_SNAPSHOT_SEQUENCE = "X-Snapshot-Sequence"
 HEADER_FIRST = "X-First-Sequence"
 HEADER_LAST = "X-Last-Sequence"

@@ -35,6 +35,7 @@ from service.observability import Metrics
 from service.ops.first_run import bootstrap_if_empty
 from service.replication.feed import ReplicationFeed
 from service.replication.metrics import FeedCollector
+from service.replication.repair import RepairFromStandbys
 from service.upkeep.metrics import UpkeepCollector
 
 KEY_USAGE_FLUSH_SECONDS = 60.0
@@ -88,6 +89,7 @@ class JournalOwner:
             ctx.metrics.add_collector(FeedCollector(self.feed))
             feed = self.feed
             engine.add_background_job(FORGET_CHECK_SECONDS, _async(feed.forget_silent))
+            ctx.scrub.repairer = RepairFromStandbys(engine, feed)  # its copies heal rot here
         engine.add_background_job(KEY_USAGE_FLUSH_SECONDS, lambda: flush_key_usage(engine))
         reap_interval = max(0.5, min(60.0, config.multipart_ttl / 4))
         engine.add_background_job(reap_interval, lambda: reap_expired_uploads(ctx.uploads))

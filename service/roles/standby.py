@@ -37,6 +37,7 @@ from service.replication.bootstrap import primary_link
 from service.replication.committer import StandbyCommitter
 from service.replication.follower import Follower
 from service.replication.metrics import StandbyCollector
+from service.replication.repair import RepairFromPrimary
 from service.roles.journal_owner import JournalOwner, observe_journal_batch
 from service.roles.single import SingleRole
 from service.roles.worker import WorkerRole
@@ -79,6 +80,7 @@ class StandbyOwner(JournalOwner):
         self.follower.start()
         ctx.follower = self.follower
         ctx.metrics.add_collector(StandbyCollector(self.follower))
+        ctx.scrub.repairer = RepairFromPrimary(engine, self.committer.primary)  # heals rot here
         await ctx.scrub.start()
         engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
 

@@ -62,6 +62,7 @@ class WriterRole:
         await self.owner.start(ctx)
         await self.commits.start(engine, ctx.uploads.note_committed, ctx.audit_log)
         engine.quarantined.listeners.append(self.commits.tell_quarantined)
+        engine.quarantined.lift_listeners.append(self.commits.tell_repaired)
         engine.add_background_job(STALE_READERS_SECONDS, self.owner.committer.clear_stale_readers)
         engine.add_background_job(REFRESH_SECONDS, lambda: self.performance.refresh(engine))
         internal = make_http_server(app, ctx.config, ctx, xheaders=True)

@@ -12,6 +12,13 @@ is logged, counted and listed in ``GET /api/v1/system/scrub``; ``/health`` says 
 while any listed object still holds the corrupt payload. Overwriting or deleting the object
 clears its entry (the entry is dropped once the version no longer references the payload).
 
+Repair (docs/replication.md, "Self-healing"): with a standby, ``repairer`` fetches the other
+side's copy of a payload just quarantined (``service.replication.repair``); once that copy's
+size and SHA-256 match the record it is put back (``service.storage.repair``), the
+quarantine is lifted (workers told) and the entry moves from ``corrupt`` to ``repaired``.
+A payload that could not be repaired stays quarantined and listed; each later pass tries it
+once more (the other side may have healed its own copy meanwhile).
+
 Resumable: progress (the pass's cursor, counts and the corrupt list) is checkpointed to
 ``<data_dir>/scrub.json`` every ``CHECKPOINT_SECONDS`` and at the end of a pass (temporary
 file, fsync, rename). A start finding a pass unfinished continues it where the checkpoint
@@ -37,7 +44,7 @@ import logging
 import os
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from fsseam.durable import read_file, replace_file
 from service.common.timefmt import rfc3339_seconds
@@ -53,6 +60,24 @@ CHECKPOINT_SECONDS = 1.0
 PAGE = 200
 MAX_TICK_SECONDS = 60.0
 MAX_CATCH_UP_SECONDS = 1.0
+REPAIRED_KEPT = 1000
+"""The newest repaired entries listed (older ones are in the log)."""
+
+
+class RepairOutcome(Protocol):
+    @property
+    def source(self) -> str | None:
+        """The side the verified copy came from; None when the payload stays quarantined."""
+
+    @property
+    def problem(self) -> str | None:
+        """Why it stays quarantined."""
+
+
+class PeerCopies(Protocol):
+    """The other side of a replication pair, which may hold a good copy of a payload."""
+
+    async def repair(self, payload_id: str, size: int, sha256: str) -> RepairOutcome: ...
 
 
 @dataclass(slots=True)
@@ -63,6 +88,16 @@ class CorruptEntry:
     payload_id: str
     problem: str
     detected_at: float
+
+
+@dataclass(slots=True)
+class RepairedEntry:
+    bucket: str
+    key: str
+    version_id: str | None
+    payload_id: str
+    source: str
+    repaired_at: float
 
 
 @dataclass(slots=True)
@@ -79,6 +114,7 @@ class ScrubProgress:
     bucket: str | None = None
     after: tuple[str, int] | None = None
     corrupt: list[CorruptEntry] = field(default_factory=list)
+    repaired: list[RepairedEntry] = field(default_factory=list)
 
 
 class Scrubber:
@@ -98,6 +134,11 @@ class Scrubber:
         self.bytes_total = 0
         """Bytes re-read since this process started (the metrics counter)."""
         self.objects_total = 0
+        self.repairer: PeerCopies | None = None
+        """Where a quarantined payload's good copy may be (a standby's role sets it)."""
+        self._tried: set[str] = set()
+        """Payloads whose repair this pass tried already."""
+        self.repaired_total = 0
 
     @property
     def tick_seconds(self) -> float:
@@ -143,6 +184,7 @@ class Scrubber:
             started_at=time.time(),
             finished_at=self.progress.finished_at,  # the last complete pass's, until this one ends
             corrupt=self.current_corrupt(),
+            repaired=self.current_repaired(),
         )
         self._launch()
         return True
@@ -156,6 +198,7 @@ class Scrubber:
     def _launch(self) -> None:
         self._pace_origin = None
         self._saved_at = 0.0  # checkpoint at the first step: a crash must find the pass
+        self._tried = set()
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     # -- the pass ------------------------------------------------------------------------
@@ -209,7 +252,10 @@ class Scrubber:
     async def _check(self, version: ObjectVersion) -> None:
         engine, progress = self._engine, self.progress
         payload_id = version.payload_id
-        if payload_id is None or payload_id in engine.quarantined:
+        if payload_id is None:
+            return
+        if payload_id in engine.quarantined:
+            await self._repair_known(version, payload_id)
             return
         reader = await engine.run_blocking(ScrubRead, engine.store, payload_id)
         try:
@@ -236,10 +282,58 @@ class Scrubber:
         await engine.run_blocking(engine.integrity.quarantine, payload_id)
         engine.quarantined.add(payload_id)
         engine.payload_cache.discard([payload_id])
-        progress.corrupt.append(
-            CorruptEntry(
-                version.bucket, version.key, version.version_id, payload_id, problem, time.time()
+        entry = CorruptEntry(
+            version.bucket, version.key, version.version_id, payload_id, problem, time.time()
+        )
+        progress.corrupt.append(entry)
+        await self._save()
+        await self._repair(version, entry)
+
+    async def _repair_known(self, version: ObjectVersion, payload_id: str) -> None:
+        """A payload quarantined before (an earlier pass, a start's check): try once per
+        pass to repair it, when it is listed as corrupt."""
+        if self.repairer is None or payload_id in self._tried:
+            return
+        for entry in self.current_corrupt():
+            if entry.payload_id == payload_id:
+                await self._repair(version, entry)
+                return
+
+    async def _repair(self, version: ObjectVersion, entry: CorruptEntry) -> None:
+        """Put ``entry``'s payload back from the other side's verified copy, if any."""
+        engine, payload_id = self._engine, entry.payload_id
+        if self.repairer is None:
+            return
+        self._tried.add(payload_id)
+        if not engine.state.holds_payload(payload_id):
+            return  # overwritten or deleted meanwhile: nothing to repair
+        outcome = await self.repairer.repair(payload_id, version.size, version.sha256)
+        if outcome.source is None:
+            log.error(
+                "scrub: %s/%s (payload %s) stays corrupt: not repaired from the other side: %s",
+                entry.bucket,
+                entry.key,
+                payload_id,
+                outcome.problem,
             )
+            return
+        engine.payload_cache.discard([payload_id])
+        engine.quarantined.lift([payload_id])
+        self.progress.corrupt = [e for e in self.progress.corrupt if e.payload_id != payload_id]
+        self.progress.repaired.append(
+            RepairedEntry(
+                entry.bucket, entry.key, entry.version_id, payload_id, outcome.source, time.time()
+            )
+        )
+        del self.progress.repaired[:-REPAIRED_KEPT]
+        self.repaired_total += 1
+        log.warning(
+            "scrub: %s/%s (version %s, payload %s) repaired from the %s's verified copy",
+            entry.bucket,
+            entry.key,
+            entry.version_id,
+            payload_id,
+            outcome.source,
         )
         await self._save()
 
@@ -272,6 +366,18 @@ class Scrubber:
         self.progress.corrupt = alive
         return alive
 
+    def current_repaired(self) -> list[RepairedEntry]:
+        """Repaired entries whose version still exists (a delete clears them)."""
+        alive = []
+        for entry in self.progress.repaired:
+            version = self._engine.state.head_object(
+                entry.bucket, entry.key, entry.version_id or "null"
+            )
+            if version is not None and version.payload_id == entry.payload_id:
+                alive.append(entry)
+        self.progress.repaired = alive
+        return alive
+
     def document(self) -> dict[str, Any]:
         """``GET /api/v1/system/scrub``."""
         progress = self.progress
@@ -291,6 +397,16 @@ class Scrubber:
                     "detected_at": _time(entry.detected_at),
                 }
                 for entry in self.current_corrupt()
+            ],
+            "repaired": [
+                {
+                    "bucket": entry.bucket,
+                    "key": entry.key,
+                    "version_id": entry.version_id,
+                    "repaired_at": _time(entry.repaired_at),
+                    "from": entry.source,
+                }
+                for entry in self.current_repaired()
             ],
         }
 
@@ -312,8 +428,11 @@ class Scrubber:
         try:
             doc = json.loads(data)
             corrupt = [CorruptEntry(**entry) for entry in doc.pop("corrupt", [])]
+            repaired = [RepairedEntry(**entry) for entry in doc.pop("repaired", [])]
             after = doc.pop("after", None)
-            return ScrubProgress(**doc, after=tuple(after) if after else None, corrupt=corrupt)
+            return ScrubProgress(
+                **doc, after=tuple(after) if after else None, corrupt=corrupt, repaired=repaired
+            )
         except (ValueError, TypeError) as exc:
             log.error("scrub checkpoint %s is unreadable (%s); starting afresh", self._path, exc)
             return None
