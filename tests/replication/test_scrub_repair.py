@@ -87,7 +87,7 @@ def quarantined(server: ServerProcess) -> list[str]:
 def test_a_rotten_payload_on_the_primary_is_repaired_from_the_standby(
     server_factory: Factory,
 ) -> None:
-    primary, standby, bodies = pair(server_factory)
+    primary, _standby, bodies = pair(server_factory)
     rotten = payload_file(primary.data_dir, bodies["big.bin"])
     flip_a_byte(rotten)
     with primary.client() as api:
