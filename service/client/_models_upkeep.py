@@ -167,9 +167,32 @@ class CorruptObject:
 
 
 @dataclasses.dataclass(frozen=True)
+class RepairedObject:
+    """A stored version whose payload the scrub put back from the other side's verified copy
+    (``source``: ``primary`` or ``standby:<id>``)."""
+
+    bucket: str
+    key: str
+    version_id: str | None
+    repaired_at: datetime.datetime
+    source: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RepairedObject:
+        return cls(
+            bucket=data["bucket"],
+            key=data["key"],
+            version_id=data.get("version_id"),
+            repaired_at=parse_timestamp(data["repaired_at"]),
+            source=data["from"],
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class ScrubStatus:
     """The background scrub: ``state`` is ``idle`` or ``running``; ``corrupt`` lists the
-    payloads it found damaged (quarantined: their reads answer 500)."""
+    payloads it found damaged (quarantined: their reads answer 500); ``repaired`` those it
+    put back from a standby's (or the primary's) verified copy."""
 
     state: str
     started_at: datetime.datetime | None
@@ -177,6 +200,7 @@ class ScrubStatus:
     objects_checked: int
     bytes_checked: int
     corrupt: list[CorruptObject]
+    repaired: list[RepairedObject] = dataclasses.field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ScrubStatus:
@@ -187,6 +211,7 @@ class ScrubStatus:
             objects_checked=int(data["objects_checked"]),
             bytes_checked=int(data["bytes_checked"]),
             corrupt=[CorruptObject.from_json(item) for item in data.get("corrupt") or []],
+            repaired=[RepairedObject.from_json(item) for item in data.get("repaired") or []],
         )
 
 

@@ -165,6 +165,23 @@ def upkeep_schemas() -> dict[str, Any]:
                         }
                     ),
                 },
+                "repaired": {
+                    "type": "array",
+                    "description": "Payloads put back from the other side's verified copy "
+                    "(a standby's or its primary's; docs/replication.md).",
+                    "items": closed(
+                        {
+                            "bucket": {"type": "string"},
+                            "key": {"type": "string"},
+                            "version_id": nullable({"type": "string"}),
+                            "repaired_at": TIMESTAMP,
+                            "from": {
+                                "type": "string",
+                                "description": '"primary", or "standby:<id>"',
+                            },
+                        }
+                    ),
+                },
             }
         ),
     }
