@@ -41,6 +41,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "index": ("bench.index_bench", "Index store: LMDB vs SQLite (issue 12)"),
     "scale": ("bench.scale_bench", "Scale: N objects, the index beside the in-memory design"),
     "audit": ("bench.audit_bench", "Audit log: on beside off (issue 28)"),
+    "replication": ("bench.replication_bench", "Replication: a standby, sync and async (issue 25)"),
 }
 RESULTS = os.path.join(REPO, "bench", "results", "latest.md")
 _HEADERS = {"met": "met?", "anchor_value": "anchor value"}

@@ -241,3 +241,26 @@ def test_fleet_section_packages_the_same_videos_three_ways_and_sets_cpu_beside_i
     packager = rows[7]
     assert "in the packager" in names[7] and packager["anchor_value"] > 0
     assert "core of its own" in names[8]
+
+
+def test_replication_section_sets_sync_async_bootstrap_and_restore_beside_their_anchors() -> None:
+    from bench.replication_bench import run as run_replication
+
+    rows = run_replication(SMOKE)
+    by_label = {row["measurement"]: row for row in rows}
+    connections = SMOKE.small_connections
+    sync = by_label[f"4 KiB PUT, strict, sync standby, {connections} conns"]
+    assert sync["target"] == ">= 0.7x" and sync["met"] in {"yes", "NO"}
+    assert sync["anchor"] == "the same, no standby"
+    for row in rows:
+        if row["measurement"] not in {"promotion time", "lag p99, the same"}:
+            assert_measured(row)
+    p99 = by_label["lag p99, the same"]
+    assert isinstance(p99["value"], float) and p99["value"] > 0
+    assert p99["target"] == "< 1 s" and p99["met"] in {"yes", "NO"}
+    assert "probes" in str(p99["notes"]) and not str(p99["notes"]).startswith("0 ")
+    [boot] = [row for row in rows if row["measurement"].startswith("bootstrap of a fresh")]
+    assert boot["target"] == ">= 0.8x" and "cp -a" in boot["anchor"]
+    [restored] = [row for row in rows if row["measurement"].startswith("restore of the archive")]
+    assert "cp -a" in restored["anchor"]
+    assert rows[-1]["measurement"].startswith("promotion time")
