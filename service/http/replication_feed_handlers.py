@@ -19,9 +19,11 @@ from service.replication.wire import (
     HEADER_FIRST,
     HEADER_LAST,
     HEADER_PRIMARY_SEQUENCE,
+    HEADER_SERVER_ID,
     HEADER_SNAPSHOT_SEQUENCE,
     HEADER_STANDBY_ID,
     HEADER_STANDBY_LAG_BYTES,
+    server_identity,
     standby_id_ok,
 )
 from service.storage.direct import parse_direct_id, read_region
@@ -157,6 +159,7 @@ class RecordsFeedHandler(_FeedHandler):
         self.set_header(HEADER_FIRST, str(frames.first))
         self.set_header(HEADER_LAST, str(frames.last))
         self.set_header(HEADER_PRIMARY_SEQUENCE, str(frames.primary_sequence))
+        self.set_header(HEADER_SERVER_ID, server_identity(self.ctx.server_secret))
         self.bytes_out += len(frames.data)
         self.finish(frames.data)
 
