@@ -45,13 +45,14 @@ class _FeedHandler(ApiHandler):
             raise ApiError("NotFound", "this server is not a primary: it has no replication feed")
         return feed
 
-    def slot(self, feed: ReplicationFeed, confirmed: int) -> StandbySlot:
+    def slot(self, feed: ReplicationFeed, confirmed: int, *, durable: bool = True) -> StandbySlot:
         standby_id = self.request.headers.get(HEADER_STANDBY_ID, "")
         if not standby_id_ok(standby_id):
             raise ApiError("InvalidArgument", f"{HEADER_STANDBY_ID} must name the standby")
         lag = self.request.headers.get(HEADER_STANDBY_LAG_BYTES, "0")
         lag_bytes = int(lag) if lag.isdigit() and len(lag) < 19 else 0
-        return feed.note(standby_id, self.request.remote_ip or "-", confirmed, lag_bytes)
+        address = self.request.remote_ip or "-"
+        return feed.note(standby_id, address, confirmed, lag_bytes, durable=durable)
 
     async def send_file(self, path: str) -> None:
         """The whole file at ``path`` (opened on the executor; one window in memory)."""
@@ -79,7 +80,8 @@ class SnapshotFeedHandler(_FeedHandler):
     async def get(self) -> None:
         feed = self.feed()
         sequence, source = await feed.newest_snapshot()
-        self.slot(feed, sequence)  # its slot keeps every record after the snapshot from now
+        # Its slot keeps every record after the snapshot from now; nothing is confirmed yet.
+        self.slot(feed, sequence, durable=False)
         self.set_header(HEADER_SNAPSHOT_SEQUENCE, str(sequence))
         if source is None:
             self.set_header("Content-Type", OCTETS)
