@@ -22,10 +22,12 @@ from service.replication.wire import (
     HEADER_FIRST,
     HEADER_LAST,
     HEADER_PRIMARY_SEQUENCE,
+    HEADER_SERVER_ID,
     HEADER_SNAPSHOT_SEQUENCE,
     HEADER_STANDBY_ID,
     HEADER_STANDBY_LAG_BYTES,
     HEADER_STANDBY_URL,
+    server_identity,
     standby_id_ok,
 )
 from service.storage.direct import parse_direct_id, read_region
@@ -47,14 +49,14 @@ class _FeedHandler(ApiHandler):
             raise ApiError("NotFound", "this server is not a primary: it has no replication feed")
         return feed
 
-    def slot(self, feed: ReplicationFeed, confirmed: int) -> StandbySlot:
+    def slot(self, feed: ReplicationFeed, confirmed: int, *, durable: bool = True) -> StandbySlot:
         standby_id = self.request.headers.get(HEADER_STANDBY_ID, "")
         if not standby_id_ok(standby_id):
             raise ApiError("InvalidArgument", f"{HEADER_STANDBY_ID} must name the standby")
         lag = self.request.headers.get(HEADER_STANDBY_LAG_BYTES, "0")
         lag_bytes = int(lag) if lag.isdigit() and len(lag) < 19 else 0
         address = self.request.remote_ip or "-"
-        slot = feed.note(standby_id, address, confirmed, lag_bytes)
+        slot = feed.note(standby_id, address, confirmed, lag_bytes, durable=durable)
         # Where, and as whom, the scrub may fetch this standby's copies (a repair).
         slot.url = standby_url(self.request.headers.get(HEADER_STANDBY_URL, ""), address)
         slot.authorization = self.request.headers.get("Authorization")
@@ -86,7 +88,8 @@ class SnapshotFeedHandler(_FeedHandler):
     async def get(self) -> None:
         feed = self.feed()
         sequence, source = await feed.newest_snapshot()
-        self.slot(feed, sequence)  # its slot keeps every record after the snapshot from now
+        # Its slot keeps every record after the snapshot from now; nothing is confirmed yet.
+        self.slot(feed, sequence, durable=False)
         self.set_header(HEADER_SNAPSHOT_SEQUENCE, str(sequence))
         if source is None:
             self.set_header("Content-Type", OCTETS)
@@ -168,6 +171,7 @@ class RecordsFeedHandler(_FeedHandler):
         self.set_header(HEADER_FIRST, str(frames.first))
         self.set_header(HEADER_LAST, str(frames.last))
         self.set_header(HEADER_PRIMARY_SEQUENCE, str(frames.primary_sequence))
+        self.set_header(HEADER_SERVER_ID, server_identity(self.ctx.server_secret))
         self.bytes_out += len(frames.data)
         self.finish(frames.data)
 

@@ -130,6 +130,7 @@ def feed_paths() -> dict[str, Any]:
                     "X-First-Sequence": SEQUENCE_HEADER,
                     "X-Last-Sequence": SEQUENCE_HEADER,
                     "X-Primary-Sequence": SEQUENCE_HEADER,
+                    "X-Server-Id": {"schema": {"type": "string"}},
                 },
                 content=OCTETS,
             ),

@@ -105,8 +105,18 @@ class ReplicationFeed:
 
     # -- positions ------------------------------------------------------------------
 
-    def note(self, standby_id: str, address: str, confirmed: int, lag_bytes: int) -> StandbySlot:
-        """A request from ``standby_id``, which holds every record up to ``confirmed``.
+    def note(
+        self,
+        standby_id: str,
+        address: str,
+        confirmed: int,
+        lag_bytes: int,
+        *,
+        durable: bool = True,
+    ) -> StandbySlot:
+        """A request from ``standby_id``, which holds every record up to ``confirmed``
+        (``durable=False``: will hold, once its bootstrap is done; its slot keeps what it
+        needs from there, but it confirms no write of a sync primary).
 
         Raises ``ValueError`` for a position past this primary's newest record (a standby of
         another history: it confirms nothing here)."""
@@ -136,7 +146,7 @@ class ReplicationFeed:
         if confirmed != slot.confirmed_sequence:
             slot.confirmed_sequence = confirmed
             self._engine.release_payloads(self._committer.holds.due())
-        if self.waiters is not None:
+        if self.waiters is not None and durable:
             self.waiters.confirm(confirmed)
         return slot
 

@@ -10,9 +10,10 @@ the next request's ``from`` (its last sequence + 1) tells the primary what it ho
 A cut connection, a primary that restarts, or any unusable answer is retried after a pause
 (1 s, growing to 10 s); the position is the journal's own, so a restart of the standby
 resumes exactly where it stopped. A primary that no longer holds the next record (410
-RecordsGone: the standby was away longer than the primary kept records for it) stops the
-loop: the standby keeps serving what it has and says, in ``last_error`` and ``/health``,
-that it must bootstrap again (stop it, empty its data dir, start it).
+RecordsGone: the standby was away longer than the primary kept records for it), is behind
+this standby (409) or is another server (``X-Server-Id``) stops the loop: the standby
+keeps serving what it has and says, in ``last_error`` and ``/health``, that it must
+bootstrap again (stop it, empty its data dir, start it).
 
 Lag, as ``GET /api/v1/replication`` reports it: ``records``, the primary's newest record
 (as last heard) minus the last one applied here; ``seconds``, 0 while this standby held
@@ -43,9 +44,11 @@ from service.replication.payloads import PayloadFetcher, ReplicationError
 from service.replication.wire import (
     HEADER_LAST,
     HEADER_PRIMARY_SEQUENCE,
+    HEADER_SERVER_ID,
     HEADER_STANDBY_LAG_BYTES,
     MAX_RECORD_BYTES,
     RECORDS_PATH,
+    server_identity,
 )
 
 log = logging.getLogger("service.replication")
@@ -56,7 +59,8 @@ RETRY_SECONDS = (1.0, 2.0, 5.0, 10.0)
 
 
 class RecordsGone(Exception):
-    """The primary no longer holds the next record: bootstrap again."""
+    """The primary cannot continue this standby's journal (it no longer holds the next
+    record, or it is another server): bootstrap again."""
 
 
 class Follower:
@@ -67,9 +71,12 @@ class Follower:
         engine: Engine,
         committer: StandbyCommitter,
         primary: PrimaryLink,
+        server_secret: bytes,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``server_secret``: this standby's (copied from its primary at the bootstrap)."""
         self._engine = engine
+        self._identity = server_identity(server_secret)
         self._committer = committer
         self.primary = primary
         self._clock = clock
@@ -115,6 +122,7 @@ class Follower:
     # -- running -------------------------------------------------------------------------
 
     def start(self) -> None:
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per long poll
         self._client = self.primary.async_client()
         self._fetch_client = self.primary.sync_client()
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -159,8 +167,17 @@ class Follower:
         )
         if answer.status_code == 410:
             raise RecordsGone(_message(answer))
+        if answer.status_code == 409:
+            # The primary is behind this standby: it only ships durable records, so this is
+            # another history (another server, or one restored from an older point).
+            raise RecordsGone(f"{_message(answer)}: it is not the history this standby holds")
         if answer.status_code != 200:
             raise ReplicationError(f"the primary answered {answer.status_code}: {_message(answer)}")
+        if answer.headers.get(HEADER_SERVER_ID) != self._identity:
+            raise RecordsGone(
+                f"{self.primary.url} is another server than the one whose data this standby "
+                "holds (its signing secret differs)"
+            )
         self.heard_at = time.monotonic()
         self.primary_sequence = int(answer.headers[HEADER_PRIMARY_SEQUENCE])
         last = int(answer.headers[HEADER_LAST])

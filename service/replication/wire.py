@@ -12,7 +12,8 @@ state; docs/api.md, "Replication stream", is the reference:
 - ``GET /api/v1/replication/records?from=N&wait=S``: the journal's frames from N on, verbatim
   (crc and all), as soon as at least one is durable or after S seconds (then none);
   ``X-First-Sequence``/``X-Last-Sequence`` name them and ``X-Primary-Sequence`` the
-  primary's newest. Asking from N confirms every record before N (the standby holds them).
+  primary's newest, ``X-Server-Id`` its server id. Asking from N confirms every record
+  before N (the standby holds them).
   410 ``RecordsGone`` when record N left the primary's log: bootstrap again.
 
 The standby names itself in ``X-Standby-Id``, its byte lag in ``X-Standby-Lag-Bytes``, and
@@ -24,6 +25,8 @@ Pure names and parsing: no I/O.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 PREFIX = "/api/v1/replication"
 SNAPSHOT_PATH = PREFIX + "/snapshot"
@@ -39,6 +42,9 @@ HEADER_FIRST = "X-First-Sequence"
 HEADER_LAST = "X-Last-Sequence"
 HEADER_PRIMARY_SEQUENCE = "X-Primary-Sequence"
 HEADER_PRIMARY_URL = "X-Primary-Url"
+HEADER_SERVER_ID = "X-Server-Id"
+"""On every records answer: the primary's identity (``server_identity``), so a standby never
+appends another server's records to its journal."""
 
 MAX_WAIT_SECONDS = 30.0
 """The longest a records request waits for a new record (a long poll)."""
@@ -55,6 +61,17 @@ def standby_id_ok(value: str) -> bool:
     (True, False, False)
     """
     return 0 < len(value) <= 64 and all(c.isascii() and (c.isalnum() or c in "_-") for c in value)
+
+
+def server_identity(secret: bytes) -> str:
+    """A server's identity on the wire: a digest of its signing secret, which a data dir makes
+    at its first start and a standby copies at its bootstrap (so they share it), and which
+    reveals nothing of the secret.
+
+    >>> server_identity(b"x" * 32) == server_identity(b"x" * 32) != server_identity(b"y" * 32)
+    True
+    """
+    return hashlib.sha256(b"service replication identity\0" + secret).hexdigest()[:32]
 
 
 def parse_credentials(text: str) -> tuple[str, str]:

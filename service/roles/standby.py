@@ -76,7 +76,7 @@ class StandbyOwner(JournalOwner):
     async def start(self, ctx: AppContext) -> None:
         engine, config = ctx.engine, ctx.config
         ctx.primary_url = config.follow
-        self.follower = Follower(engine, self.committer, self.committer.primary)
+        self.follower = Follower(engine, self.committer, self.committer.primary, ctx.server_secret)
         self.follower.start()
         ctx.follower = self.follower
         ctx.metrics.add_collector(StandbyCollector(self.follower))
