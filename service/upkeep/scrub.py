@@ -356,27 +356,19 @@ class Scrubber:
     def current_corrupt(self) -> list[CorruptEntry]:
         """Corrupt entries whose version still holds the corrupt payload (an overwrite or
         delete clears an entry)."""
-        alive = []
-        for entry in self.progress.corrupt:
-            version = self._engine.state.head_object(
-                entry.bucket, entry.key, entry.version_id or "null"
-            )
-            if version is not None and version.payload_id == entry.payload_id:
-                alive.append(entry)
-        self.progress.corrupt = alive
-        return alive
+        self.progress.corrupt = [e for e in self.progress.corrupt if self._holds(e)]
+        return self.progress.corrupt
 
     def current_repaired(self) -> list[RepairedEntry]:
-        """Repaired entries whose version still exists (a delete clears them)."""
-        alive = []
-        for entry in self.progress.repaired:
-            version = self._engine.state.head_object(
-                entry.bucket, entry.key, entry.version_id or "null"
-            )
-            if version is not None and version.payload_id == entry.payload_id:
-                alive.append(entry)
-        self.progress.repaired = alive
-        return alive
+        """Repaired entries whose version still holds the repaired payload (likewise)."""
+        self.progress.repaired = [e for e in self.progress.repaired if self._holds(e)]
+        return self.progress.repaired
+
+    def _holds(self, entry: CorruptEntry | RepairedEntry) -> bool:
+        version = self._engine.state.head_object(
+            entry.bucket, entry.key, entry.version_id or "null"
+        )
+        return version is not None and version.payload_id == entry.payload_id
 
     def document(self) -> dict[str, Any]:
         """``GET /api/v1/system/scrub``."""
