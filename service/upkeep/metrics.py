@@ -56,6 +56,11 @@ class UpkeepCollector(Collector):
             "Objects whose payload the scrub found corrupt (quarantined, not yet rewritten).",
             value=len(scrub.current_corrupt()),
         )
+        yield CounterMetricFamily(
+            "service_scrub_repaired_objects",
+            "Corrupt payloads the scrub put back from the other side's verified copy.",
+            value=scrub.repaired_total,
+        )
         yield GaugeMetricFamily(
             "service_scrub_running", "1 while a scrub pass runs.", value=int(scrub.running)
         )

@@ -29,11 +29,17 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.serverproc import ServerProcess
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
-STEADY = {"service_read_only": 0.0, "service_build_info": 1.0, "service_archive_failing": 0.0}
+STEADY = {
+    "service_read_only": 0.0,
+    "service_build_info": 1.0,
+    "service_archive_failing": 0.0,
+    "service_scrub_repaired_objects_total": 0.0,
+}
 """Documented metrics that must not move under a healthy workload, with their value.
 ``service_read_only`` turns 1 only after a journal fault (tests/observability/
 test_metrics_exposition.py and the crash suite cover that); ``service_archive_failing`` only
-while the archive target fails (tests/archive covers that)."""
+while the archive target fails (tests/archive covers that); a scrub repairs only with a
+standby (tests/replication/test_scrub_repair.py)."""
 
 
 def documented_metrics() -> list[str]:

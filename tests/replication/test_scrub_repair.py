@@ -99,6 +99,7 @@ def test_a_rotten_payload_on_the_primary_is_repaired_from_the_standby(
         assert (entry["bucket"], entry["key"]) == (BUCKET, "big.bin")
         assert entry["version_id"] and entry["repaired_at"].endswith("Z")
         assert httpx.get(primary.url + "/health").json()["status"] == "ok"
+        assert "service_scrub_repaired_objects_total 1.0" in api.get("/metrics").text
         assert rotten.read_bytes() == bodies["big.bin"]
         assert quarantined(primary) == []
         assert reads(primary, "big.bin") == {(200, bodies["big.bin"])}
