@@ -188,11 +188,31 @@ class FileSystem(Protocol):
         """The pid written into a lock file by its holder ('' if unknown)."""
         ...
 
+    def open_lock(self, path: str) -> SharedLock:
+        """A lock on ``path`` (created if missing) that processes take in turn, each
+        blocking until it is free; a process's hold ends with it (a SIGKILL cannot wedge it)."""
+        ...
+
 
 class FileLock(Protocol):
     """A held lock (``FileSystem.try_lock``); ``release`` ends it."""
 
     def release(self) -> None: ...
+
+
+class SharedLock(Protocol):
+    """A lock taken and released many times (``FileSystem.open_lock``); one holder at a
+    time across processes and across the handles of one process."""
+
+    def acquire(self) -> None:
+        """Wait until this handle holds the lock. Blocking."""
+        ...
+
+    def release(self) -> None: ...
+
+    def close(self) -> None:
+        """Release (if held) and forget the handle."""
+        ...
 
 
 def pread(file: ReadableFile, offset: int, length: int) -> bytes:
@@ -438,6 +458,25 @@ class _RealFileLock:
             self._fd = None
 
 
+class _RealSharedLock:
+    """``flock`` on a descriptor of its own: held per open file, so two handles of one
+    process exclude each other too, and the kernel drops it when the holder dies."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def acquire(self) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)  # closing the only descriptor drops the flock
+
+
 class RealFileSystem:
     """The operating system's file system."""
 
@@ -547,6 +586,12 @@ class RealFileSystem:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         return _RealFileLock(fd)
+
+    def open_lock(self, path: str) -> SharedLock:
+        # O_CLOEXEC: a child that inherited the descriptor would share the lock's holds.
+        return _RealSharedLock(
+            os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        )
 
     def lock_holder(self, path: str) -> str:
         try:
