@@ -208,6 +208,10 @@ class SharedLock(Protocol):
         """Wait until this handle holds the lock. Blocking."""
         ...
 
+    def try_acquire(self) -> bool:
+        """Take the lock if no other handle holds it; whether this handle holds it now."""
+        ...
+
     def release(self) -> None: ...
 
     def close(self) -> None:
@@ -467,6 +471,13 @@ class _RealSharedLock:
 
     def acquire(self) -> None:
         fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def try_acquire(self) -> bool:
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
 
     def release(self) -> None:
         fcntl.flock(self._fd, fcntl.LOCK_UN)

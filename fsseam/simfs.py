@@ -126,6 +126,11 @@ class _SimSharedLock:
         self._lock.acquire()
         self._held = True
 
+    def try_acquire(self) -> bool:
+        if not self._held:
+            self._held = self._lock.acquire(blocking=False)
+        return self._held
+
     def release(self) -> None:
         self._held = False
         self._lock.release()

@@ -51,7 +51,7 @@ from service.audit.segments import (
     records_of,
     write_anchor,
 )
-from service.audit.shared import ChainStoppedError, SharedChain, cut_record
+from service.audit.shared import SharedChain, cut_record
 from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms, rfc3339_ms
 
@@ -188,7 +188,7 @@ class AuditLog:
                         )
                     )
                 except Exception as exc:
-                    await self._fail(exc, batch)
+                    self._fail(exc, batch)
                     return
                 for index, waiter in batch.waiters:
                     if not waiter.done():
@@ -197,7 +197,7 @@ class AuditLog:
         finally:
             self._flusher = None
 
-    async def _fail(self, exc: BaseException, batch: _Batch) -> None:
+    def _fail(self, exc: BaseException, batch: _Batch) -> None:
         if self._failure is None:
             self._failure = exc
             log.error("writing the audit log failed, refusing further records: %r", exc)
@@ -206,11 +206,6 @@ class AuditLog:
         for _, waiter in waiters:
             if not waiter.done():
                 waiter.set_exception(AuditUnavailableError())
-        if not isinstance(exc, ChainStoppedError) and self._writer is not None:
-            try:  # the other processes stop too: the chain may now lack what this one wrote
-                await self._on_thread(self._writer.mark_failed)
-            except Exception as mark_exc:
-                log.error("could not stop the other processes' audit records: %r", mark_exc)
 
     async def flush(self) -> None:
         """Wait until every record appended so far was written (and, strict, synced)."""

@@ -7,10 +7,11 @@ what they served without (docs/audit-format.md, "Concurrency"). Now each process
 writes its own records, so recording costs each process only its own records, as it does a
 single process. The processes take turns under an ``flock`` on ``audit/head``::
 
-    lock -> read the head (next sequence, prev hash, newest segment, its size)
+    lock -> no process stopped? (below)
+         -> read the head (next sequence, prev hash, newest segment, its size)
          -> check it against the segment (the segment's size on disk is the head's)
          -> seal the batch from there, write its lines at the segment's end
-         -> write the head -> unlock -> fsync (strict: each process its own group)
+         -> write the head -> strict: fsync (each process its own group) -> unlock
 
 The head is a cache of the chain's end so that a holder need not read the segment: it lives
 in the page cache (never fsynced, so a power cut may leave it stale or gone), and the
@@ -25,10 +26,17 @@ write before the next holder gets the lock.
 A roll names the new segment (size 0) in the head before the file is made: a holder killed
 between leaves a head naming a missing segment, i.e. an empty one, which the next holder
 makes. ``generation`` changes at every roll and recovery, and a process opens the newest
-segment again when it did (a recovery may have removed and remade the file). ``failed`` in
-the head makes a failed write or fsync in any process stop every process's records (the
-chain's fail-stop, not one process's); the next ``open`` (a process start) clears it after
-recovering the tail.
+segment again when it did (a recovery may have removed and remade the file).
+
+Why the fsync is under the lock: lines are durable in the chain's order, so the records on
+disk are always a prefix of the chain, and no process writes after lines whose fsync failed
+(a failed fsync may have dropped them; a record after them, made durable by a later fsync,
+would sit behind a hole). The fsyncs of the processes take turns anyway (one file), and each
+still carries its process's whole batch. Fail-stop: a process whose write or fsync failed
+takes ``audit/stopped`` before it lets go of the lock, and holds it while it lives; every
+holder of the lock first checks that no one holds ``audit/stopped``, else refuses
+(``ChainStoppedError``), and so stays stopped until it is restarted too. A lock cannot fail
+to be taken for want of space, as a marker written in a file could.
 
 "In order": the chain's order is the order in which batches took the lock; one process's
 records keep the order of its ``append`` calls. A record's ``time`` is its request's answer
@@ -65,8 +73,13 @@ TAIL_CUT = "audit:tail_cut"
 """The action of the record a start makes when it cut whole lines off the log's end."""
 
 
+STOPPED_NAME = "stopped"
+"""Held by a process whose write or fsync failed, while it lives."""
+
+
 class ChainStoppedError(Exception):
-    """A process's write or fsync failed (``Head.failed``): no records until a start."""
+    """A process's write or fsync failed (it holds ``audit/stopped``): no records here
+    until a restart."""
 
 
 @dataclass(slots=True)
@@ -81,7 +94,6 @@ class Head:
     next: int
     prev: str
     generation: int = 0
-    failed: bool = False
 
     def encode(self) -> bytes:
         body = canonical(
@@ -92,7 +104,6 @@ class Head:
                 "next": self.next,
                 "prev": self.prev,
                 "generation": self.generation,
-                "failed": self.failed,
             }
         )
         return body.ljust(HEAD_BYTES - 1) + b"\n"
@@ -108,7 +119,6 @@ class Head:
                 int(document["next"]),
                 str(document["prev"]),
                 int(document["generation"]),
-                bool(document["failed"]),
             )
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
             return None
@@ -153,6 +163,7 @@ class SharedChain:
         self._directory = directory
         self._secret = secret
         self._lock: SharedLock | None = None
+        self._stopped: SharedLock | None = None
         self._head_out: WritableFile | None = None
         self._head_in: ReadableFile | None = None
         self._segment: WritableFile | None = None
@@ -169,6 +180,7 @@ class SharedChain:
         make_dirs_durably(self._fs, self._directory)
         path = os.path.join(self._directory, HEAD_NAME)
         self._lock = self._fs.open_lock(path)
+        self._stopped = self._fs.open_lock(os.path.join(self._directory, STOPPED_NAME))
         self._head_out = self._fs.open_append(path)
         self._head_in = self._fs.open_read(path)
         return self.locked(self._open_locked)
@@ -204,9 +216,11 @@ class SharedChain:
     def _current(self) -> tuple[Head, Tail | None]:
         """The head, checked against the newest segment; recovered from the segments when
         it is unreadable or disagrees (and the tail that recovery found)."""
-        head = self._read_head()
-        if head is not None and head.failed:
+        assert self._stopped is not None
+        if not self._stopped.try_acquire():
             raise ChainStoppedError("a process failed to write the audit log")
+        self._stopped.release()
+        head = self._read_head()
         if head is not None and self._agrees(head):
             return head, None
         tail = find_tail(self._fs, self._directory, self._secret)
@@ -233,65 +247,69 @@ class SharedChain:
         head = self.locked(self._read_head)
         return head.next - 1 if head is not None else self.last_sequence
 
-    def mark_failed(self) -> None:
-        """Stop every process's records: this one's write or fsync failed."""
-
-        def mark() -> None:
-            head = self._read_head()
-            if head is not None:
-                head.failed = True
-                self._store(head)
-
-        self.locked(mark)
-
     # -- appending -----------------------------------------------------------------------------
 
     def write(self, batch: list[dict[str, Any]], *, sync: bool, roll_bytes: int) -> int:
         """Seal ``batch`` as the chain's next records and write them (with ``sync``, fsync
         before returning); the sequence of the first of them."""
-        assert self._lock is not None, "open first"
+        assert self._lock is not None and self._stopped is not None, "open first"
         self._lock.acquire()
         try:
             head, tail = self._current()
-            items = batch
-            if tail is not None and tail.cut_lines:
-                log.error(
-                    "cut %d bytes (%d lines) off the audit log's end, kept aside as .broken",
-                    tail.cut_bytes,
-                    tail.cut_lines,
-                )
-                items = [cut_record(tail.cut_bytes), *batch]
-            day = str(items[0].get("time", ""))[:10]
-            if head.segment is None or head.size >= roll_bytes or (day != head.day and head.size):
-                head = self._roll(head, day, sync=sync)
-            out = self._segment_for(head, sync=sync)
-            lines, prev, sequence = [], head.prev, head.next
-            for fields in items:
-                record, line = seal(fields, sequence, prev)
-                lines.append(line)
-                prev, sequence = record["hash"], sequence + 1
-            data = b"".join(lines)
-            if crashpoints.installed() and len(data) > 1:
-                # Two writes, so a crash test can stop the process between them: a torn line.
-                half = len(data) // 2
-                out.write_at(head.size, data[:half])
-                crashpoints.hit("audit.append.mid_write")
-                out.write_at(head.size + half, data[half:])
-            else:
-                out.write_at(head.size, data)
-            crashpoints.hit("audit.append.after_write")
-            first = sequence - len(batch)
-            head.size, head.next, head.prev = head.size + len(data), sequence, prev
-            self._store(head)
-            self.last_sequence = sequence - 1
+            try:
+                return self._write_locked(head, tail, batch, sync=sync, roll_bytes=roll_bytes)
+            except Exception:
+                # Before the lock goes: no process appends after lines that may be lost.
+                self._stopped.try_acquire()
+                raise
         finally:
             self._lock.release()
+
+    def _write_locked(
+        self,
+        head: Head,
+        tail: Tail | None,
+        batch: list[dict[str, Any]],
+        *,
+        sync: bool,
+        roll_bytes: int,
+    ) -> int:
+        items = batch
+        if tail is not None and tail.cut_lines:
+            log.error(
+                "cut %d bytes (%d lines) off the audit log's end, kept aside as .broken",
+                tail.cut_bytes,
+                tail.cut_lines,
+            )
+            items = [cut_record(tail.cut_bytes), *batch]
+        day = str(items[0].get("time", ""))[:10]
+        if head.segment is None or head.size >= roll_bytes or (day != head.day and head.size):
+            head = self._roll(head, day, sync=sync)
+        out = self._segment_for(head, sync=sync)
+        lines, prev, sequence = [], head.prev, head.next
+        for fields in items:
+            record, line = seal(fields, sequence, prev)
+            lines.append(line)
+            prev, sequence = record["hash"], sequence + 1
+        data = b"".join(lines)
+        if crashpoints.installed() and len(data) > 1:
+            # Two writes, so a crash test can stop the process between them: a torn line.
+            half = len(data) // 2
+            out.write_at(head.size, data[:half])
+            crashpoints.hit("audit.append.mid_write")
+            out.write_at(head.size + half, data[half:])
+        else:
+            out.write_at(head.size, data)
+        crashpoints.hit("audit.append.after_write")
+        head.size, head.next, head.prev = head.size + len(data), sequence, prev
+        self._store(head)
+        self.last_sequence = sequence - 1
         if sync:
-            # The records are durable before their requests are answered (and every line
-            # written before them, by any process: an fsync covers the whole file).
+            # The records are durable before their requests are answered, and before any
+            # process writes after them (see the module docstring).
             out.fsync()
             crashpoints.hit("audit.append.after_fsync")
-        return first
+        return sequence - len(batch)
 
     def _segment_path(self, first: int) -> str:
         return os.path.join(self._directory, segment_name(first))
@@ -344,6 +362,7 @@ class SharedChain:
             if handle is not None:
                 handle.close()
         self._head_out = self._head_in = None
-        if self._lock is not None:
-            lock, self._lock = self._lock, None
-            lock.close()
+        for lock in (self._lock, self._stopped):
+            if lock is not None:
+                lock.close()  # a stopped process's hold on ``stopped`` ends here too
+        self._lock = self._stopped = None
