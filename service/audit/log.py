@@ -123,6 +123,13 @@ class AuditLog:
         """A write or fsync failed: no more records until a restart."""
         return self._failure is not None
 
+    async def stopped(self) -> bool:
+        """Whether this log or another serving process's failed: no records until a
+        restart (for ``/health``)."""
+        if self._failure is not None or self._writer is None:
+            return self._failure is not None
+        return await self._on_thread(self._writer.stopped)
+
     @property
     def last_sequence(self) -> int:
         """The chain's last sequence as this process last saw it: after the open, the

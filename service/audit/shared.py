@@ -216,10 +216,8 @@ class SharedChain:
     def _current(self) -> tuple[Head, Tail | None]:
         """The head, checked against the newest segment; recovered from the segments when
         it is unreadable or disagrees (and the tail that recovery found)."""
-        assert self._stopped is not None
-        if not self._stopped.try_acquire():
+        if self.stopped():
             raise ChainStoppedError("a process failed to write the audit log")
-        self._stopped.release()
         head = self._read_head()
         if head is not None and self._agrees(head):
             return head, None
@@ -241,6 +239,15 @@ class SharedChain:
         except FileNotFoundError:
             size = 0  # a roll whose holder died before making the file: an empty segment
         return size == head.size
+
+    def stopped(self) -> bool:
+        """Whether a process whose write or fsync failed holds ``audit/stopped`` (never
+        called by a process that failed itself: its own hold would be let go here)."""
+        assert self._stopped is not None, "open first"
+        if not self._stopped.try_acquire():
+            return True
+        self._stopped.release()
+        return False
 
     def chain_end(self) -> int:
         """The chain's last sequence (the head's; this process's own last if unreadable)."""

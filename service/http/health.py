@@ -18,7 +18,7 @@ class HealthHandler(ApiHandler):
         if engine.read_only_reason is not None:
             reasons.append("journal read-only: " + engine.read_only_reason)
         audit = self.ctx.audit_log
-        if audit is not None and audit.failed:
+        if audit is not None and await audit.stopped():
             reasons.append("the audit log cannot record requests (a write failed): restart")
         corrupt = len(self.ctx.scrub.current_corrupt())
         if corrupt:

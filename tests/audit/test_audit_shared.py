@@ -203,6 +203,7 @@ def test_a_failed_fsync_in_one_process_stops_the_others_until_a_start() -> None:
         assert waiting is not None
         with pytest.raises(AuditUnavailableError):
             await waiting
+        assert await other.stopped() and not other.failed  # /health says so at once
         refused = other.append(fields("b", 1))
         assert refused is not None
         with pytest.raises(AuditUnavailableError):
