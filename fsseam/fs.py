@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, cast
 
+from fsseam.flocks import RealFileLock, RealSharedLock
+
 
 @dataclass(frozen=True, slots=True)
 class FileStat:
@@ -452,42 +454,6 @@ def _copy_by_reading(source_fd: int, target_fd: int, count: int) -> int:
     return copied
 
 
-class _RealFileLock:
-    def __init__(self, fd: int) -> None:
-        self._fd: int | None = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the only descriptor drops the flock
-            self._fd = None
-
-
-class _RealSharedLock:
-    """``flock`` on a descriptor of its own: held per open file, so two handles of one
-    process exclude each other too, and the kernel drops it when the holder dies."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    def acquire(self) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-
-    def try_acquire(self) -> bool:
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
-    def release(self) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            fd, self._fd = self._fd, -1
-            os.close(fd)  # closing the only descriptor drops the flock
-
-
 class RealFileSystem:
     """The operating system's file system."""
 
@@ -596,11 +562,11 @@ class RealFileSystem:
         # The pid is a hint for humans, never read for correctness: no fsync.
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        return _RealFileLock(fd)
+        return RealFileLock(fd)
 
     def open_lock(self, path: str) -> SharedLock:
         # O_CLOEXEC: a child that inherited the descriptor would share the lock's holds.
-        return _RealSharedLock(
+        return RealSharedLock(
             os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         )
 
