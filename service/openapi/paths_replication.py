@@ -76,14 +76,19 @@ def replication_paths() -> dict[str, Any]:
     }
 
 
+PAYLOAD_ID_PATTERN = r"^([0-9a-f]{32}|[A-Za-z0-9]+\.[0-9A-Fa-f]+\.[0-9A-Fa-f]+\.[A-Za-z0-9]+)$"
+"""A payload id (32 lowercase hex) or a part written in place (``service.storage.direct``)."""
 OCTETS = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
 SEQUENCE_HEADER = {"schema": {"type": "integer", "minimum": 0}}
 STANDBY = [
-    header_param(
-        "X-Standby-Id",
-        "The standby's id (1..64 of [A-Za-z0-9_-]); required",
-        {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
-    ),
+    {
+        **header_param(
+            "X-Standby-Id",
+            "The standby's id (1..64 of [A-Za-z0-9_-])",
+            {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+        ),
+        "required": True,
+    },
     header_param(
         "X-Standby-Lag-Bytes", "The standby's lag in bytes, as it counts it", {"type": "string"}
     ),
@@ -95,6 +100,7 @@ def feed_paths() -> dict[str, Any]:
 
     def feed(operation_id: str, summary: str, response: dict[str, Any], **more: Any) -> Any:
         extra = more.pop("parameters", [])
+        standby = STANDBY if more.pop("standby", True) else []
         return {
             "get": operation(
                 operation_id,
@@ -102,7 +108,7 @@ def feed_paths() -> dict[str, Any]:
                 tag="diagnostics",
                 responses={200: response},
                 errors=more.pop("errors", (400, 401, 403, 404)),
-                parameters=[*extra, *STANDBY],
+                parameters=[*extra, *standby],
             )
         }
 
@@ -120,6 +126,7 @@ def feed_paths() -> dict[str, Any]:
             "getReplicationSecret",
             "The signing secret, for a standby (admin)",
             ok("The secret's bytes.", content=OCTETS),
+            standby=False,
         ),
         f"{API}/replication/records": feed(
             "getReplicationRecords",
@@ -151,8 +158,14 @@ def feed_paths() -> dict[str, Any]:
         ),
         f"{API}/replication/payloads/{{payload_id}}": feed(
             "getReplicationPayload",
-            "A payload's bytes, for a standby (admin)",
+            "A payload's bytes, for a standby, or from a standby for its primary's scrub (admin)",
             ok("The payload's bytes.", content=OCTETS),
-            parameters=[path_param("payload_id", "A payload id from a record or snapshot")],
+            parameters=[
+                {
+                    **path_param("payload_id", "A payload id from a record or snapshot"),
+                    "schema": {"type": "string", "pattern": PAYLOAD_ID_PATTERN},
+                }
+            ],
+            standby=False,
         ),
     }
