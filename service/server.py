@@ -43,7 +43,6 @@ from service.observability import BucketUsage, Metrics, configure_logging
 from service.ops.first_run import bootstrap_credentials
 from service.procs import shared_metrics
 from service.procs.supervisor import WorkerSeat, WriterSeat, supervise
-from service.procs.writer_link import WriterLink
 from service.roles.role import Role
 from service.roles.single import SingleRole
 from service.roles.standby import StandbyRole, StandbyWorkerRole, StandbyWriterRole
@@ -101,7 +100,7 @@ async def serve(
     )
     uploads = role.build_uploads(engine)
     ctx = AppContext(config, engine, metrics, role.performance, server_secret, uploads)
-    await start_audit(ctx, role.link if isinstance(role, WorkerRole) else None)
+    await start_audit(ctx, prunes=not isinstance(role, WorkerRole))
     app = make_app(ctx)
     servers = await role.start(ctx, app)
     servers[0].add_sockets(listen())
@@ -135,30 +134,32 @@ async def serve(
     await engine.stop()
 
 
-async def start_audit(ctx: AppContext, link: WriterLink | None) -> None:
-    """The audit log (``service.audit``): kept by this process, or (a worker) by the writer
-    through ``link``; retention applied now and then."""
+async def start_audit(ctx: AppContext, *, prunes: bool) -> None:
+    """The audit log (``service.audit``): every serving process appends its own records to
+    the one chain itself (``service.audit.shared``); one (``prunes``: the writer, or the
+    only process) also applies retention now and then."""
     config, engine = ctx.config, ctx.engine
     if not config.audit:
         return
-    strict = config.durability == "strict"
-    if link is None:
-        ctx.audit_log = AuditLog(
-            engine.fs,
-            config.data_dir,
-            secret=ctx.server_secret,
-            strict=strict,
-            retention_seconds=config.audit_retention_days * 86400,
-            segment_bytes=config.audit_segment_bytes,
-            readers=engine.executor,
-        )
-        await ctx.audit_log.open()
+    ctx.audit_log = AuditLog(
+        engine.fs,
+        config.data_dir,
+        secret=ctx.server_secret,
+        strict=config.durability == "strict",
+        retention_seconds=config.audit_retention_days * 86400,
+        segment_bytes=config.audit_segment_bytes,
+        readers=engine.executor,
+    )
+    await ctx.audit_log.open()
+    if prunes:
         await ctx.audit_log.prune()
         interval = min(AUDIT_PRUNE_SECONDS, max(1.0, ctx.audit_log.retention_seconds / 8))
         engine.add_background_job(interval, ctx.audit_log.prune)
-    sink = ctx.audit_log if link is None else link.audit_sink(wait=strict)
     ctx.audit = AuditTrail(
-        sink, reads=config.audit_reads, state=lambda: engine.state, secret=ctx.server_secret
+        ctx.audit_log,
+        reads=config.audit_reads,
+        state=lambda: engine.state,
+        secret=ctx.server_secret,
     )
 
 

@@ -23,7 +23,7 @@ class HealthHandler(ApiHandler):
             if behind is not None:
                 reasons.append(behind)
         audit = self.ctx.audit_log
-        if audit is not None and audit.failed:
+        if audit is not None and await audit.stopped():
             reasons.append("the audit log cannot record requests (a write failed): restart")
         corrupt = len(self.ctx.scrub.current_corrupt())
         if corrupt:

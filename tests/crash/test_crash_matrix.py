@@ -39,6 +39,8 @@ BALANCED_FAST = (
     "scrub",
     "archive_ship",
     "audit_append",
+    "audit_shared",
+    "audit_peer_recovery",
     "fleet_outputs",
 )
 FAST = [(name, "strict") for name in KINDS] + [(name, "balanced") for name in BALANCED_FAST]
@@ -132,6 +134,15 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
     "audit_append": frozenset(
         {"audit.append.mid_write", "audit.append.after_write", "audit.segment.roll"}
     ),
+    "audit_shared": frozenset(
+        {
+            "audit.append.mid_write",
+            "audit.append.after_write",
+            "audit.segment.named",
+            "audit.segment.roll",
+        }
+    ),
+    "audit_peer_recovery": frozenset({"audit.append.mid_write", "audit.append.after_write"}),
     "audit_prune": frozenset({"audit.prune.after_anchor"}),
     "audit_recovery": frozenset({"audit.open.truncate"}),
 }
@@ -142,6 +153,8 @@ STRICT_POINTS: dict[str, frozenset[str]] = {
     "batch": frozenset({"put.after_group_sync"}),
     "batch_fsync": frozenset({"put.after_data_fsync", "put.after_dir_fsync", "batch.staged"}),
     "audit_append": frozenset({"audit.append.after_fsync"}),
+    "audit_shared": frozenset({"audit.append.after_fsync"}),
+    "audit_peer_recovery": frozenset({"audit.append.after_fsync"}),
 }
 """More points a kind passes in strict durability only (a shared file-system sync)."""
 
