@@ -45,6 +45,7 @@ from service.procs import shared_metrics
 from service.procs.supervisor import WorkerSeat, WriterSeat, supervise
 from service.roles.role import Role
 from service.roles.single import SingleRole
+from service.roles.standby import StandbyRole, StandbyWorkerRole, StandbyWriterRole
 from service.roles.worker import WorkerRole
 from service.roles.writer import WriterRole
 from service.startup import (
@@ -183,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         if processes > 1:
             return supervise(config, sockets, processes, run_writer, run_worker)
         configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
-        asyncio.run(serve(config, lambda: sockets, fs, SingleRole()))
+        role = StandbyRole() if config.follow else SingleRole()
+        asyncio.run(serve(config, lambda: sockets, fs, role))
     finally:
         lock.release()
     return 0
@@ -199,14 +201,16 @@ def run_writer(config: Config, held: list[socket.socket], seat: WriterSeat) -> N
     if not seat.workers_running:
         sockets = listen()
         listen = lambda: sockets  # noqa: E731
-    asyncio.run(serve(config, listen, RealFileSystem(), WriterRole(seat)))
+    role = StandbyWriterRole(seat) if config.follow else WriterRole(seat)
+    asyncio.run(serve(config, listen, RealFileSystem(), role))
 
 
 def run_worker(config: Config, held: list[socket.socket], seat: WorkerSeat) -> None:
     """The body of a forked worker: it listens once it is ready to serve (its siblings take
     the connections until then)."""
     _forked(config, seat.metrics_dir)
-    asyncio.run(serve(config, _listener(config, held), RealFileSystem(), WorkerRole(seat)))
+    role = StandbyWorkerRole(seat) if config.follow else WorkerRole(seat)
+    asyncio.run(serve(config, _listener(config, held), RealFileSystem(), role))
 
 
 def _forked(config: Config, metrics_dir: str) -> None:
