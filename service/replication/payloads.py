@@ -17,14 +17,21 @@ released it removes it.
 Crash point: ``standby.payloads_stored`` (a batch's payloads durable, its records not yet
 appended).
 
+Payloads are fetched ``FETCH_CONNECTIONS`` at a time: one request and its fsyncs after
+another left the standby applying tens of small records a second under a primary's write load
+(each copy waits for a busy primary's answer, then for its own disk), while the copies are
+independent until the batch's records are appended, which waits for all of them.
+
 Thread-safety: ``fetch`` blocks (HTTP and disk): run it on the engine's executor, one call
-at a time per fetcher.
+at a time per fetcher; it runs its copies on threads of its own (the payload store and the
+``httpx.Client`` take concurrent calls, as a primary's concurrent PUTs do).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import httpx
@@ -37,6 +44,9 @@ from service.storage.direct import parse_direct_id
 from service.storage.payloads import DigestMismatch
 
 log = logging.getLogger("service.replication")
+
+FETCH_CONNECTIONS = 8
+"""Payload copies in flight at once (requests to the primary, each with its own fsyncs)."""
 
 
 class ReplicationError(Exception):
@@ -82,8 +92,18 @@ class PayloadFetcher:
         """Fetch every payload of ``refs`` not in place yet; durable on return."""
         done = Fetched()
         placed: list[str] = []
-        for ref in self.missing(refs):
-            if self._fetch_one(ref):
+        missing = self.missing(refs)
+        if len(missing) > 1:
+            # Leaving the block waits for every copy, so none is still writing when an error
+            # (the first copy's to fail, raised by ``list``) reaches the caller.
+            with ThreadPoolExecutor(
+                min(FETCH_CONNECTIONS, len(missing)), thread_name_prefix="standby-fetch"
+            ) as copies:
+                outcomes = list(copies.map(self._fetch_one, missing))
+        else:
+            outcomes = [self._fetch_one(ref) for ref in missing]
+        for ref, stored in zip(missing, outcomes, strict=True):
+            if stored:
                 placed.append(ref.payload_id)
                 done.payloads += 1
                 done.bytes += ref.size
