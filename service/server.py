@@ -27,7 +27,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import tornado.httpserver
 import tornado.ioloop
 import tornado.web
 from tornado.netutil import bind_unix_socket
@@ -41,7 +40,8 @@ from service.context import AppContext
 from service.engine import Engine, install_crash_hook
 from service.first_run import bootstrap_credentials, bootstrap_if_empty
 from service.http.base import new_request_id, valid_request_id
-from service.http.protocol import ServiceHTTPServer, header_deadline
+from service.http.h1_connection import H1Server
+from service.http.protocol import header_deadline
 from service.media.video_shares import reap_expired_shares
 from service.meta import events
 from service.multipart import reap_expired_uploads
@@ -72,7 +72,6 @@ from service.upkeep_metrics import UpkeepCollector
 
 log = logging.getLogger("service")
 
-CHUNK_BYTES = 256 * 1024
 JSON_BODY_LIMIT = 1024 * 1024
 SHUTDOWN_GRACE_SECONDS = 30.0
 STREAMS_GRACE_SECONDS = 5.0
@@ -116,23 +115,21 @@ async def flush_key_usage(engine: Engine) -> None:
 
 def make_http_server(
     app: Any, config: Config, ctx: AppContext, *, xheaders: bool = False
-) -> tornado.httpserver.HTTPServer:
+) -> H1Server:
     """An HTTP server with the limits that keep hostile clients from holding memory, whose
-    protocol-level refusals are the contract's (``service.http.protocol``). ``xheaders``:
+    protocol-level refusals are the contract's (``service.http.h1_connection``). ``xheaders``:
     trust ``X-Real-Ip`` (only the writer's internal listener, ``service.procs.forward``)."""
-    return ServiceHTTPServer(
+    return H1Server(
         app,
         xheaders=xheaders,
         header_deadline=header_deadline(config.idle_timeout),
+        idle_timeout=config.idle_timeout,
+        body_timeout=config.body_timeout,
+        max_header_size=config.max_header_bytes,
+        max_body_size=JSON_BODY_LIMIT,
         observer=ctx.observe_refusal,
         new_request_id=new_request_id,
         valid_request_id=valid_request_id,
-        chunk_size=CHUNK_BYTES,
-        max_header_size=config.max_header_bytes,
-        max_body_size=JSON_BODY_LIMIT,
-        idle_connection_timeout=config.idle_timeout,
-        body_timeout=config.body_timeout,
-        decompress_request=False,
     )
 
 
@@ -181,7 +178,9 @@ async def serve(
             if table is not None:
                 engine.add_background_job(REFRESH_SECONDS, lambda: table.refresh(engine))
             internal = make_http_server(app, config, ctx, xheaders=True)
-            internal.add_socket(bind_unix_socket(forward_socket_path(role.socket_path), 0o600))
+            await internal.add_sockets(
+                [bind_unix_socket(forward_socket_path(role.socket_path), 0o600)]
+            )
             servers.append(internal)
     elif role is not None and isinstance(engine, WorkerEngine):
         forwarder = WriterForwarder(forward_socket_path(role.socket_path))
@@ -189,7 +188,7 @@ async def serve(
         delegate = FreshStateDelegate(app, engine)
         servers[0] = make_http_server(delegate, config, ctx)
     server = servers[0]
-    server.add_sockets(sockets() if callable(sockets) else sockets)
+    await server.add_sockets(sockets() if callable(sockets) else sockets)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
     watchdog.start()
     stop = asyncio.Event()
@@ -273,10 +272,19 @@ def main(argv: list[str] | None = None) -> int:
         if processes > 1:
             return supervise(config, sockets, processes, run_role)
         configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
-        asyncio.run(serve(config, sockets, fs))
+        _run(serve(config, sockets, fs))
     finally:
         lock.release()
     return 0
+
+
+def _run(main: Any) -> None:
+    if os.environ.get("SERVICE_EXPERIMENT_UVLOOP") == "1":
+        import uvloop
+
+        uvloop.run(main)
+    else:
+        asyncio.run(main)
 
 
 def run_role(config: Config, held: list[socket.socket], role: Role) -> None:
@@ -305,4 +313,4 @@ def run_role(config: Config, held: list[socket.socket], role: Role) -> None:
         return sockets
 
     alone = role.writer and not role.workers_running
-    asyncio.run(serve(config, listen() if alone else listen, RealFileSystem(), role))
+    _run(serve(config, listen() if alone else listen, RealFileSystem(), role))

@@ -19,12 +19,12 @@ import time
 from typing import Any
 
 import tornado.web
-from tornado.http1connection import HTTP1Connection
 
 from service.api_errors import ApiError
 from service.auth import Action, Principal, Resource, Scope, authorize
 from service.context import AppContext
 from service.http.authn import authenticate
+from service.http.h1_exchange import H1Exchange
 from service.http.json_body import load_json_object
 from service.http.request_contract import (
     JSON_TYPE,
@@ -123,7 +123,7 @@ class ApiHandler(tornado.web.RequestHandler):
     def set_max_body_size(self, limit: int) -> None:
         """Cap this request's body (Tornado's server-wide cap suits JSON bodies only)."""
         connection = self.request.connection
-        if isinstance(connection, HTTP1Connection):
+        if isinstance(connection, H1Exchange):
             connection.set_max_body_size(limit)
 
     def set_principal(self, principal: Principal) -> None:

@@ -29,7 +29,6 @@ from http.client import responses
 from typing import Any
 
 import tornado.routing
-from tornado.http1connection import HTTP1Connection
 from tornado.httputil import (
     HTTPHeaders,
     HTTPMessageDelegate,
@@ -45,6 +44,7 @@ from service.context import AppContext
 from service.http.authn import authenticate, is_presigned, presigned_principal
 from service.http.base import authorize_action
 from service.http.file_body import send_file_body
+from service.http.h1_exchange import H1Exchange
 from service.http.read_plan import ReadPlan, plan_read
 from service.http.request_contract import record_finished, render_error, request_id_for
 from service.meta import ObjectVersion
@@ -151,7 +151,7 @@ class ObjectRead(HTTPMessageDelegate):
         self.request = request
         self.path_kwargs = path_kwargs
         connection = request.connection
-        if not isinstance(connection, HTTP1Connection):
+        if not isinstance(connection, H1Exchange):
             raise TypeError("object reads need an HTTP/1.1 connection")
         self.connection = connection
         self.started_at = time.perf_counter()
@@ -203,7 +203,7 @@ class ObjectRead(HTTPMessageDelegate):
             if self.status == 0:
                 self.send_error(ApiError("InternalError", "internal error"))
             else:
-                self.connection.stream.close()
+                self.connection.close()
 
     def done(self) -> None:
         record_finished(
