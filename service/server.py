@@ -29,11 +29,12 @@ from typing import Any
 
 import tornado.ioloop
 import tornado.web
+from tornado.httputil import HTTPMessageDelegate
 from tornado.netutil import bind_unix_socket
 
 from fsseam.fs import FileSystem, RealFileSystem
 from service import __version__
-from service.app import make_app, route_names
+from service.app import direct_object_reads, make_app, route_names
 from service.auth import CREDENTIALS_FILENAME, BootstrapError, load_or_create_server_secret
 from service.config import Config, ConfigError, load_config
 from service.context import AppContext
@@ -41,6 +42,7 @@ from service.engine import Engine, install_crash_hook
 from service.first_run import bootstrap_credentials, bootstrap_if_empty
 from service.http.base import new_request_id, valid_request_id
 from service.http.h1_connection import H1Server
+from service.http.h1_exchange import H1Exchange
 from service.http.protocol import header_deadline
 from service.media.video_shares import reap_expired_shares
 from service.meta import events
@@ -114,7 +116,12 @@ async def flush_key_usage(engine: Engine) -> None:
 
 
 def make_http_server(
-    app: Any, config: Config, ctx: AppContext, *, xheaders: bool = False
+    app: Any,
+    config: Config,
+    ctx: AppContext,
+    *,
+    xheaders: bool = False,
+    direct: Callable[[H1Exchange], HTTPMessageDelegate | None] | None = None,
 ) -> H1Server:
     """An HTTP server with the limits that keep hostile clients from holding memory, whose
     protocol-level refusals are the contract's (``service.http.h1_connection``). ``xheaders``:
@@ -130,6 +137,7 @@ def make_http_server(
         observer=ctx.observe_refusal,
         new_request_id=new_request_id,
         valid_request_id=valid_request_id,
+        direct=direct,
     )
 
 
@@ -167,7 +175,7 @@ async def serve(
     commits: CommitService | None = None
     app = make_app(ctx)
     delegate: Any = app
-    servers = [make_http_server(app, config, ctx)]
+    servers = [make_http_server(app, config, ctx, direct=direct_object_reads(ctx))]
     forwarder: WriterForwarder | None = None
     if not worker:
         await start_background_work(engine, ctx, metrics)
@@ -186,7 +194,8 @@ async def serve(
         forwarder = WriterForwarder(forward_socket_path(role.socket_path))
         app.add_handlers(r".*", forwarder.routes(ctx))  # before every other route
         delegate = FreshStateDelegate(app, engine)
-        servers[0] = make_http_server(delegate, config, ctx)
+        direct = direct_object_reads(ctx, before=engine.begin_request)
+        servers[0] = make_http_server(delegate, config, ctx, direct=direct)
     server = servers[0]
     await server.add_sockets(sockets() if callable(sockets) else sockets)
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)

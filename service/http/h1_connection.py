@@ -288,7 +288,11 @@ class H1Protocol(asyncio.Protocol):
                 return False
             exchange = self.current = self.waiting.popleft()
             exchange.stage = _HEADERS
-            exchange.delegate = self.delegate.start_request(self, exchange)
+            direct = self.server.direct
+            delegate = None if direct is None else direct(exchange)
+            if delegate is None:
+                delegate = self.delegate.start_request(self, exchange)
+            exchange.delegate = delegate
         if exchange.pending:
             return False
         delegate = exchange.delegate
@@ -514,8 +518,12 @@ class H1Server:
         observer: Observer,
         new_request_id: Callable[[], str],
         valid_request_id: Callable[[str], bool],
+        direct: Callable[[H1Exchange], httputil.HTTPMessageDelegate | None] | None = None,
     ) -> None:
         self.delegate = delegate
+        self.direct = direct
+        """A shortcut past the application's routing for some requests (object reads:
+        ``service.app.direct_object_reads``); None: everything goes through ``delegate``."""
         self.xheaders = xheaders
         self.header_deadline = header_deadline
         self.idle_timeout = idle_timeout

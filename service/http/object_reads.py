@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from http.client import responses
 from typing import Any
 
 import tornado.routing
+from tornado.escape import url_unescape
 from tornado.httputil import (
     HTTPHeaders,
     HTTPMessageDelegate,
@@ -135,6 +137,37 @@ class ObjectReadRouter(tornado.routing.Router):
         if request.method not in READ_METHODS:
             return None
         return ObjectRead(self, request, kwargs.get("path_kwargs") or {})
+
+
+def direct_reads(
+    router: ObjectReadRouter, pattern: str, before: Callable[[], None] | None = None
+) -> Callable[[H1Exchange], HTTPMessageDelegate | None]:
+    """The connection's shortcut to ``router`` (``H1Server(direct=...)``): a GET or HEAD
+    whose path matches ``pattern`` gets its ``ObjectRead`` without the application's
+    routing (``PreflightRouter``, the rule list, ``_RoutingDelegate``), which routes such a
+    request to the same ``ObjectRead`` with the same path arguments (percent-decoded bytes,
+    as ``tornado.routing.PathMatches`` gives them). ``before``: called first (a worker's
+    ``begin_request``, as ``FreshStateDelegate`` does)."""
+    regex = re.compile(pattern if pattern.endswith("$") else pattern + "$")
+    prefix = pattern.split("(", 1)[0]
+
+    def direct(exchange: H1Exchange) -> HTTPMessageDelegate | None:
+        start = exchange.start_line
+        if start.method not in READ_METHODS or not start.path.startswith(prefix):
+            return None
+        match = regex.match(start.path.partition("?")[0])
+        if match is None:
+            return None
+        if before is not None:
+            before()
+        request = HTTPServerRequest(connection=exchange, start_line=start, headers=exchange.headers)
+        arguments = {
+            name: None if value is None else url_unescape(value, encoding=None, plus=False)
+            for name, value in match.groupdict().items()
+        }
+        return ObjectRead(router, request, arguments)
+
+    return direct
 
 
 class ObjectRead(HTTPMessageDelegate):
@@ -295,19 +328,19 @@ class ObjectRead(HTTPMessageDelegate):
     def write_head(
         self, status: int, headers: Iterable[tuple[str, str]], body: bytes
     ) -> asyncio.Future[None]:
-        """Write the status line, the server's headers and ``headers``, then ``body``."""
+        """Write the status line, the server's headers and ``headers``, then ``body``, in
+        one write (``H1Exchange.write_response``)."""
         self.status = status
-        response = HTTPHeaders()
-        response["Server"] = "service"
-        response["Date"] = http_date(now_ms() // 1000 * 1000)
-        response[HEADER_REQUEST_ID] = self.request_id
         origin = self.request.headers.get("Origin")
-        for name, value in self.ctx.cors.headers(origin, public=self.router.any_origin):
-            response[name] = value
-        for name, value in headers:
-            response[name] = value
-        start = ResponseStartLine("HTTP/1.1", status, responses.get(status, "Unknown"))
-        return self.connection.write_headers(start, response, body)
+        fields = [
+            ("Server", "service"),
+            ("Date", http_date(now_ms() // 1000 * 1000)),
+            (HEADER_REQUEST_ID, self.request_id),
+            *self.ctx.cors.headers(origin, public=self.router.any_origin),
+            *headers,
+        ]
+        reason = responses.get(status, "Unknown")
+        return self.connection.write_response(status, reason, fields, body)
 
     def send_error(self, error: ApiError) -> None:
         """Answer with ``error`` in the contract's shape (``request_contract``)."""
