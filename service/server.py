@@ -281,19 +281,10 @@ def main(argv: list[str] | None = None) -> int:
         if processes > 1:
             return supervise(config, sockets, processes, run_role)
         configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
-        _run(serve(config, sockets, fs))
+        asyncio.run(serve(config, sockets, fs))
     finally:
         lock.release()
     return 0
-
-
-def _run(main: Any) -> None:
-    if os.environ.get("SERVICE_EXPERIMENT_UVLOOP") == "1":
-        import uvloop
-
-        uvloop.run(main)
-    else:
-        asyncio.run(main)
 
 
 def run_role(config: Config, held: list[socket.socket], role: Role) -> None:
@@ -322,4 +313,4 @@ def run_role(config: Config, held: list[socket.socket], role: Role) -> None:
         return sockets
 
     alone = role.writer and not role.workers_running
-    _run(serve(config, listen() if alone else listen, RealFileSystem(), role))
+    asyncio.run(serve(config, listen() if alone else listen, RealFileSystem(), role))
