@@ -30,7 +30,7 @@ def proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     )
     server.start()
     with server.client() as client:
-        assert client.post("/buckets", json={"name": "h1"}).status_code == 201
+        assert client.post("/buckets", json={"name": "h1-conn"}).status_code == 201
     yield server
     server.stop()
 
@@ -83,12 +83,12 @@ def test_a_refusal_ends_the_stream_at_once(proc: ServerProcess) -> None:
 def test_pipelined_put_and_get_are_answered_in_order(proc: ServerProcess) -> None:
     body = b"pipelined body"
     put = (
-        b"PUT /api/v1/buckets/h1/objects/piped HTTP/1.1\r\nHost: x\r\n"
+        b"PUT /api/v1/buckets/h1-conn/objects/piped HTTP/1.1\r\nHost: x\r\n"
         + auth_line(proc)
         + b"Content-Length: %d\r\n\r\n" % len(body)
         + body
     )
-    get = b"GET /api/v1/buckets/h1/objects/piped HTTP/1.1\r\nHost: x\r\n" + auth_line(proc)
+    get = b"GET /api/v1/buckets/h1-conn/objects/piped HTTP/1.1\r\nHost: x\r\n" + auth_line(proc)
     with socket.create_connection(("127.0.0.1", proc.port), timeout=10) as sock:
         sock.sendall(put + get + b"\r\n")
         data = b""
@@ -103,7 +103,7 @@ def test_pipelined_put_and_get_are_answered_in_order(proc: ServerProcess) -> Non
 
 def test_expect_100_continue_gets_the_interim_answer_first(proc: ServerProcess) -> None:
     head = (
-        b"PUT /api/v1/buckets/h1/objects/expect HTTP/1.1\r\nHost: x\r\n"
+        b"PUT /api/v1/buckets/h1-conn/objects/expect HTTP/1.1\r\nHost: x\r\n"
         + auth_line(proc)
         + b"Content-Length: 5\r\nExpect: 100-continue\r\n\r\n"
     )
@@ -119,9 +119,9 @@ def test_expect_100_continue_gets_the_interim_answer_first(proc: ServerProcess) 
 
 
 def test_head_and_not_modified_answers_carry_no_body(proc: ServerProcess) -> None:
-    path = b"/api/v1/buckets/h1/objects/nobody"
+    path = b"/api/v1/buckets/h1-conn/objects/nobody"
     with proc.client() as client:
-        stored = client.put("/buckets/h1/objects/nobody", content=b"12345")
+        stored = client.put("/buckets/h1-conn/objects/nobody", content=b"12345")
         etag = stored.headers["ETag"].encode()
     head = b"HEAD " + path + b" HTTP/1.1\r\nHost: x\r\n" + auth_line(proc)
     conditional = (
