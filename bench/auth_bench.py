@@ -56,8 +56,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from service.auth import digest_secret, issue_token, presign_expires_at, presign_query  # noqa: E402
+from service.engine.key_usage import KeyUsage  # noqa: E402
 from service.http.authn import authenticate, presigned_principal  # noqa: E402
-from service.key_usage import KeyUsage  # noqa: E402
 from service.meta import MetaState, events  # noqa: E402
 from tests.serverproc import ServerProcess  # noqa: E402
 

@@ -61,7 +61,7 @@ import httpx
 from bench import REPO, Profile, Row, scratch_dir
 from bench.loadgen import LoadSpec, basic_auth, run_load
 from service.config import Config
-from service.engine import Engine
+from service.engine.core import Engine
 from service.http.bucket_handlers import encode_cursor
 from service.index.opening import INDEX_DIRNAME
 from service.meta import events

@@ -195,7 +195,7 @@ RULES: Mapping[str, Rule] = {
     ),
     "webhook_allowed_networks": Rule(
         allowed="comma-separated CIDR networks or addresses (10.0.0.0/8,::1), or *",
-        validator="service.webhook_targets:TargetPolicy.parse",
+        validator="service.events.targets:TargetPolicy.parse",
     ),
 }
 """Allowed values by field; a field not named here takes any value of its type >= 0."""

@@ -17,18 +17,18 @@ from typing import Any
 
 from service.auth import LoginThrottle
 from service.config import Config
-from service.engine import Engine
+from service.engine.core import Engine
+from service.events.webhooks import WebhookDispatcher
 from service.http.caps import Reservations
 from service.http.cors import CorsPolicy
 from service.http.open_streams import OpenStreams
-from service.lifecycle import LifecycleRunner
+from service.limits.upload_slots import UploadSlots
 from service.media.image_variants import ImageVariants
 from service.media.video_runner import VideoJobRunner
 from service.media.video_thumbnail import ThumbnailMaker
 from service.observability import Metrics, PerformanceRecorder, log_access
-from service.scrub import Scrubber
-from service.upload_slots import UploadSlots
-from service.webhooks import WebhookDispatcher
+from service.upkeep.lifecycle import LifecycleRunner
+from service.upkeep.scrub import Scrubber
 
 log = logging.getLogger("service")
 
@@ -67,7 +67,7 @@ class AppContext:
             min_body_rate=config.min_body_rate,
             on_cut=metrics.observe_upload_cut,
         )
-        """Bodies streaming now, their owners and rates (``service.upload_slots``)."""
+        """Bodies streaming now, their owners and rates (``service.limits.upload_slots``)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self.images = ImageVariants(
             engine,
@@ -88,11 +88,11 @@ class AppContext:
             engine, max_pixels=config.image_max_pixels, concurrency=os.cpu_count() or 1
         )
         self.lifecycle = LifecycleRunner(engine, config.lifecycle_pass_pause)
-        """Applies the buckets' lifecycle rules (``service.lifecycle``)."""
+        """Applies the buckets' lifecycle rules (``service.upkeep.lifecycle``)."""
         self.webhooks = WebhookDispatcher(engine, config)
         """Delivers object events to the buckets' webhooks; started by ``service.server``."""
         self.scrub = Scrubber(engine, config)
-        """Re-reads stored payloads in the background (``service.scrub``)."""
+        """Re-reads stored payloads in the background (``service.upkeep.scrub``)."""
 
     async def wait_for_requests(self, timeout: float) -> bool:
         """Wait until no request is in flight; False if ``timeout`` seconds pass first."""

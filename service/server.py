@@ -36,18 +36,19 @@ from fsseam.fs import FileSystem, RealFileSystem
 from service import __version__
 from service.app import direct_object_reads, make_app, route_names
 from service.auth import CREDENTIALS_FILENAME, BootstrapError, load_or_create_server_secret
+from service.common.timefmt import now_ms
 from service.config import Config, ConfigError, load_config
 from service.context import AppContext
-from service.engine import Engine, install_crash_hook
-from service.first_run import bootstrap_credentials, bootstrap_if_empty
+from service.engine.core import Engine, install_crash_hook
 from service.http.base import new_request_id, valid_request_id
 from service.http.h1_connection import H1Server
 from service.http.h1_exchange import H1Exchange
 from service.http.protocol import header_deadline
 from service.media.video_shares import reap_expired_shares
 from service.meta import events
-from service.multipart import reap_expired_uploads
+from service.multipart.operations import reap_expired_uploads
 from service.observability import BucketUsage, Metrics, PerformanceRecorder, configure_logging
+from service.ops.first_run import bootstrap_credentials, bootstrap_if_empty
 from service.procs import shared_metrics
 from service.procs.forward import WriterForwarder
 from service.procs.fresh_state import FreshStateDelegate
@@ -69,8 +70,7 @@ from service.startup import (
     listen_like,
     reason,
 )
-from service.timefmt import now_ms
-from service.upkeep_metrics import UpkeepCollector
+from service.upkeep.metrics import UpkeepCollector
 
 log = logging.getLogger("service")
 

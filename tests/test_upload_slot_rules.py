@@ -1,10 +1,10 @@
-"""Unit tests of ``service.upload_slots``: per-user and total caps, stall and rate verdicts."""
+"""Unit tests of ``service.limits.upload_slots``: per-user and total caps, stall and rate."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from service.upload_slots import UploadSlots
+from service.limits.upload_slots import UploadSlots
 
 
 @dataclass(eq=False)

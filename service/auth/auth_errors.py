@@ -2,7 +2,7 @@
 
 ::
 
-    ApiError (service.api_errors)
+    ApiError (service.common.api_errors)
      └── AuthError
           ├── UnauthorizedError       401 Unauthorized     no, unknown or revoked credentials
           ├── AccessDeniedError       403 AccessDenied     authenticated, but not allowed
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
 
 WWW_AUTHENTICATE = 'Basic realm="service", Bearer realm="service"'
 """The challenge sent with every 401: both schemes the server accepts."""

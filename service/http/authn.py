@@ -34,9 +34,9 @@ from service.auth import (
     verify_presigned,
     verify_token,
 )
-from service.key_usage import KeyUsage
+from service.common.timefmt import now_ms
+from service.engine.key_usage import KeyUsage
 from service.meta import MetaState, User
-from service.timefmt import now_ms
 
 PRESIGN_PARAMS = ("X-Expires", "X-Credential", "X-Signature")
 BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="service"'}

@@ -20,8 +20,9 @@ from typing import Any
 
 import tornado.web
 
-from service.api_errors import ApiError
 from service.auth import Action, Principal, Resource, Scope, authorize
+from service.common.api_errors import ApiError
+from service.common.wire import HEADER_REQUEST_ID, HEADER_RETRY_AFTER
 from service.context import AppContext
 from service.http.authn import authenticate
 from service.http.h1_exchange import H1Exchange
@@ -36,7 +37,6 @@ from service.http.request_contract import (
     valid_request_id,
 )
 from service.meta import MetaState
-from service.wire import HEADER_REQUEST_ID, HEADER_RETRY_AFTER
 
 log = logging.getLogger("service.http")
 
@@ -137,7 +137,7 @@ class ApiHandler(tornado.web.RequestHandler):
     # -- upload slots -----------------------------------------------------------------
 
     def acquire_upload_slot(self) -> None:
-        """Take one of the caller's upload slots (``service.upload_slots``), or 503."""
+        """Take one of the caller's upload slots (``service.limits.upload_slots``), or 503."""
         principal = getattr(self, "principal", None)
         owner = principal.user_id if principal is not None else "-"
         problem = self.ctx.uploads_in_flight.acquire(self, owner)

@@ -3,7 +3,7 @@
 An endpoint added beyond the contract (docs/batch.md). The request is checked as a PUT's
 is before its body (credentials, ``object:write`` on the bucket, the bucket, a writable
 server, the body's size), then the body streams through a ``BodyPipe`` to a reader thread
-that stages the members (``service.batch``); the commits and the answer follow once the
+that stages the members (``service.ops.batch``); the commits and the answer follow once the
 body ended. The answer is 200 with one outcome per member, in stream order: the Object, or
 ``{"key", "error": {"code", "message", "status"}}`` for a member refused by its own checks
 (as S3's multi-object delete reports each key). A body that is not a valid tar stores
@@ -17,15 +17,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from service.api_errors import ApiError
 from service.auth import Action
-from service.batch import BatchLimits, MemberFailure, Outcome, store_batch
-from service.buckets import require_bucket
+from service.common.api_errors import ApiError
+from service.common.names import key_problem
+from service.common.numbers import MAX_DIGITS, require_int
 from service.http.body_pipe import BodyPipe, in_own_thread
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
-from service.names import key_problem
-from service.numbers import MAX_DIGITS, require_int
+from service.ops.batch import BatchLimits, MemberFailure, Outcome, store_batch
+from service.ops.buckets import require_bucket
 
 ROUTE = "/api/v1/buckets/{bucket}/batch"
 TAR_TYPES = frozenset({"application/x-tar", "application/tar"})

@@ -15,14 +15,14 @@ import binascii
 import json
 from typing import Any
 
-from service.api_errors import ApiError
 from service.auth import Action
-from service.buckets import create_bucket, delete_bucket, require_bucket, update_bucket
+from service.common.api_errors import ApiError
+from service.common.numbers import require_int
+from service.common.wire import MAX_LIST_LIMIT
 from service.http.base import ApiHandler
 from service.http.json_body import load_json
 from service.http.render import bucket_json, object_json, version_json
-from service.numbers import require_int
-from service.wire import MAX_LIST_LIMIT
+from service.ops.buckets import create_bucket, delete_bucket, require_bucket, update_bucket
 
 
 def encode_cursor(marker: Any) -> str:

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
 from service.meta import MetaState, User
 
 MAX_ACCESS_KEYS_PER_USER = 100

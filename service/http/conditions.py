@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from service.api_errors import ApiError
-from service.numbers import MAX_DIGITS, bounded_int
-from service.timefmt import parse_http_date
+from service.common.api_errors import ApiError
+from service.common.numbers import MAX_DIGITS, bounded_int
+from service.common.timefmt import parse_http_date
 
 _MAX_POSITION = 10**MAX_DIGITS - 1
 

@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass
 
 from fsseam.fs import FileSystem
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
 from service.http.base import ApiHandler
 
 STATIC_ROOT = os.path.normpath(

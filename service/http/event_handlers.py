@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from tornado.iostream import StreamClosedError
 
-from service.api_errors import ApiError
 from service.auth import Action
-from service.buckets import require_bucket
+from service.common.api_errors import ApiError
 from service.http.base import ApiHandler
 from service.http.request_contract import render_error
+from service.ops.buckets import require_bucket
 
 HEARTBEAT_SECONDS = 15.0
 MAX_SEQUENCE_DIGITS = 19

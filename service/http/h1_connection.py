@@ -50,7 +50,8 @@ import httptools
 from tornado import httputil
 from tornado.netutil import is_valid_ip
 
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
+from service.common.wire import HEADER_REQUEST_ID
 from service.http.h1_exchange import H1Exchange, RequestContext, closed_future
 from service.http.protocol import (
     BODYLESS,
@@ -59,7 +60,6 @@ from service.http.protocol import (
     Observer,
     refusal_bytes,
 )
-from service.wire import HEADER_REQUEST_ID
 
 log = logging.getLogger("service.http")
 

@@ -21,7 +21,6 @@ import time
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from service.api_errors import ApiError
 from service.auth import (
     AccountDisabledError,
     Action,
@@ -40,14 +39,15 @@ from service.auth import (
     verify_password,
 )
 from service.auth.passwords import MAX_PASSWORD_CHARS
-from service.buckets import outcome_error, require_bucket
-from service.header_fields import require_content_type
+from service.common.api_errors import ApiError
+from service.common.header_fields import require_content_type
+from service.common.names import key_problem
+from service.common.timefmt import now_ms, rfc3339_ms, rfc3339_seconds
 from service.http.authn import BEARER_CHALLENGE
 from service.http.base import ApiHandler
 from service.http.caps import MAX_ACCESS_KEYS_PER_USER, fold, user_by_any_case
 from service.meta import AccessKey, MetaState, User, events
-from service.names import key_problem
-from service.timefmt import now_ms, rfc3339_ms, rfc3339_seconds
+from service.ops.buckets import outcome_error, require_bucket
 
 USERNAME_PATTERN = re.compile(r"^[A-Za-z0-9._@-]{3,64}$")
 ROLES = ("admin", "user")

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.api_errors import ApiError
 from service.auth import Action
-from service.header_fields import validate_custom_metadata
+from service.common.api_errors import ApiError
+from service.common.header_fields import validate_custom_metadata
 from service.http.base import ApiHandler
 from service.http.identity import require_string
 from service.media.image_variants import Variant
@@ -36,7 +36,7 @@ from service.media.images import (
     parse_query,
 )
 from service.meta import ObjectVersion
-from service.objects import PutIntent, require_key, resolve_version, store_server_made
+from service.ops.objects import PutIntent, require_key, resolve_version, store_server_made
 
 _CODES: tuple[tuple[type[ImageError], str], ...] = (
     (ImageParameterError, "InvalidArgument"),

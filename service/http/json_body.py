@@ -24,8 +24,8 @@ import math
 import re
 from typing import Any
 
-from service.api_errors import ApiError
-from service.numbers import MAX_DIGITS
+from service.common.api_errors import ApiError
+from service.common.numbers import MAX_DIGITS
 
 MAX_JSON_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 32

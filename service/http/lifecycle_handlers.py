@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 from service.auth import Action
 from service.http.base import ApiHandler
-from service.lifecycle_config import parse_rules, rules_document, set_rules
+from service.ops.lifecycle_rules import parse_rules, rules_document, set_rules
 
 
 class BucketLifecycleHandler(ApiHandler):

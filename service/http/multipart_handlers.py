@@ -7,9 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.api_errors import ApiError
 from service.auth import Action
-from service.buckets import require_bucket
+from service.common.api_errors import ApiError
+from service.common.timefmt import now_ms, rfc3339_ms
+from service.common.wire import (
+    HEADER_CHECKSUM_SHA256,
+    HEADER_VERSION_ID,
+    NULL_VERSION_ID,
+    QUERY_PART_NUMBER,
+)
 from service.http.base import ApiHandler
 from service.http.bucket_handlers import decode_cursor, encode_cursor, parse_limit
 from service.http.caps import MAX_OPEN_UPLOADS_PER_USER
@@ -17,7 +23,8 @@ from service.http.object_handlers import parse_expected_sha256
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
 from service.meta import PartInfo, UploadSession
-from service.multipart import (
+from service.multipart.in_place import Claim, direct_parts_of
+from service.multipart.operations import (
     abort_upload,
     complete_upload,
     max_parallel_parts,
@@ -27,14 +34,7 @@ from service.multipart import (
     start_upload,
     store_part,
 )
-from service.multipart_direct import Claim, direct_parts_of
-from service.timefmt import now_ms, rfc3339_ms
-from service.wire import (
-    HEADER_CHECKSUM_SHA256,
-    HEADER_VERSION_ID,
-    NULL_VERSION_ID,
-    QUERY_PART_NUMBER,
-)
+from service.ops.buckets import require_bucket
 
 
 def session_json(session: UploadSession) -> dict[str, Any]:

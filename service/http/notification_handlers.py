@@ -1,7 +1,7 @@
 """``/api/v1/buckets/{bucket}/notifications``: a bucket's webhooks and their delivery status.
 
 Read and replaced by the bucket's owner (``bucket:read`` / ``bucket:update``). Secrets are
-never returned; each webhook shows its ``status`` (``service.webhooks``).
+never returned; each webhook shows its ``status`` (``service.events.webhooks``).
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from service.auth import Action
-from service.buckets import require_bucket
 from service.http.base import ApiHandler
-from service.notifications_config import parse_webhooks, set_webhooks
+from service.ops.buckets import require_bucket
+from service.ops.notifications import parse_webhooks, set_webhooks
 
 
 class BucketNotificationsHandler(ApiHandler):

@@ -16,32 +16,32 @@ import time
 from typing import Any
 
 from fsseam import crashpoints
-from service.api_errors import ApiError
 from service.auth import Action, Principal
-from service.header_fields import (
+from service.common.api_errors import ApiError
+from service.common.header_fields import (
     content_type_problem,
     decode_header_value,
     guess_content_type,
     validate_custom_metadata,
 )
+from service.common.numbers import MAX_DIGITS, require_int
+from service.common.wire import (
+    HEADER_CHECKSUM_SHA256,
+    HEADER_META_PREFIX,
+    HEADER_VERSION_ID,
+    NULL_VERSION_ID,
+    QUERY_VERSION_ID,
+)
 from service.http.authn import is_presigned, presigned_principal
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
-from service.numbers import MAX_DIGITS, require_int
-from service.objects import (
+from service.ops.objects import (
     SMALL_PUT_BYTES,
     PutIntent,
     delete_object,
     precheck_put,
     store_object,
     store_small_object,
-)
-from service.wire import (
-    HEADER_CHECKSUM_SHA256,
-    HEADER_META_PREFIX,
-    HEADER_VERSION_ID,
-    NULL_VERSION_ID,
-    QUERY_VERSION_ID,
 )
 
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
@@ -51,7 +51,7 @@ MAX_CONTENT_LENGTH = 10**MAX_DIGITS - 1
 
 def parse_custom_metadata(headers: Any) -> dict[str, str]:
     """``X-Meta-<name>: <value>`` headers as checked metadata with lowercase names; values
-    may be RFC 2047 encoded words or raw UTF-8 (``service.header_fields``)."""
+    may be RFC 2047 encoded words or raw UTF-8 (``service.common.header_fields``)."""
     metadata: dict[str, str] = {}
     for name, value in headers.get_all():
         lowered = name.lower()

@@ -40,8 +40,10 @@ from tornado.httputil import (
 )
 from tornado.iostream import StreamClosedError
 
-from service.api_errors import ApiError
 from service.auth import Action, Principal
+from service.common.api_errors import ApiError
+from service.common.timefmt import http_date, now_ms
+from service.common.wire import HEADER_REQUEST_ID, QUERY_VERSION_ID
 from service.context import AppContext
 from service.http.authn import authenticate, is_presigned, presigned_principal
 from service.http.base import authorize_action
@@ -50,9 +52,7 @@ from service.http.h1_exchange import H1Exchange
 from service.http.read_plan import ReadPlan, plan_read
 from service.http.request_contract import record_finished, render_error, request_id_for
 from service.meta import ObjectVersion
-from service.objects import read_small_window, read_window_now, resolve_version
-from service.timefmt import http_date, now_ms
-from service.wire import HEADER_REQUEST_ID, QUERY_VERSION_ID
+from service.ops.objects import read_small_window, read_window_now, resolve_version
 
 log = logging.getLogger("service.http")
 

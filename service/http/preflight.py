@@ -27,12 +27,12 @@ from tornado.httputil import (
 )
 from tornado.iostream import StreamClosedError
 
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
+from service.common.timefmt import http_date, now_ms
+from service.common.wire import HEADER_REQUEST_ID
 from service.context import AppContext
 from service.http.h1_exchange import H1Exchange
 from service.http.request_contract import record_finished, render_error, request_id_for
-from service.timefmt import http_date, now_ms
-from service.wire import HEADER_REQUEST_ID
 
 API_PREFIX = "/api/v1/"
 PLAY_PREFIX = "/api/v1/videos/play/"

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from http.client import responses
 
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
+from service.common.timefmt import http_date, now_ms
 from service.http.request_contract import render_error
-from service.timefmt import http_date, now_ms
 
 HEADER_DEADLINE_SECONDS = 10.0
 """A request's headers must be complete this long after its first byte (or within half the

@@ -10,8 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from service.api_errors import ApiError
-from service.header_fields import encode_header_value, header_safe_content_type, header_safe_name
+from service.common.api_errors import ApiError
+from service.common.header_fields import (
+    encode_header_value,
+    header_safe_content_type,
+    header_safe_name,
+)
+from service.common.timefmt import http_date
+from service.common.wire import HEADER_CHECKSUM_SHA256, HEADER_VERSION_ID, NULL_VERSION_ID
 from service.http.conditions import (
     ByteWindow,
     RangeResult,
@@ -21,8 +27,6 @@ from service.http.conditions import (
     parse_range,
 )
 from service.meta import ObjectVersion
-from service.timefmt import http_date
-from service.wire import HEADER_CHECKSUM_SHA256, HEADER_VERSION_ID, NULL_VERSION_ID
 
 NOTHING = ByteWindow(0, 0)
 
@@ -40,7 +44,7 @@ class ReadPlan:
 def object_headers(version: ObjectVersion) -> list[tuple[str, str]]:
     """The representation headers every read of ``version`` carries (304 included).
 
-    Stored fields go out in a form a header can always hold (``service.header_fields``):
+    Stored fields go out in a form a header can always hold (``service.common.header_fields``):
     metadata values outside visible ASCII as RFC 2047 encoded words, a stored content type
     or name that no header may carry (written by an older version) replaced or left out.
     """

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.common.timefmt import rfc3339_ms
 from service.meta import Bucket, ObjectVersion, Usage
-from service.timefmt import rfc3339_ms
 
 
 def bucket_json(bucket: Bucket, usage: Usage) -> dict[str, Any]:

@@ -30,7 +30,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Protocol
 
-from service.api_errors import ApiError, error_body, response_headers
+from service.common.api_errors import ApiError, error_body, response_headers
 
 log = logging.getLogger("service.http")
 

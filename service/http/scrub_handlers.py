@@ -5,8 +5,8 @@ Both are an administrator's (``system:info`` to read, ``system:maintenance`` to 
 
 from __future__ import annotations
 
-from service.api_errors import ApiError
 from service.auth import Action
+from service.common.api_errors import ApiError
 from service.http.base import ApiHandler
 
 

@@ -18,10 +18,10 @@ from collections.abc import Callable
 
 import tornado.web
 
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
+from service.common.numbers import bounded_int
 from service.http.base import BODYLESS_METHODS, ApiHandler
-from service.numbers import bounded_int
-from service.objects import storage_failure
+from service.ops.objects import storage_failure
 from service.storage import StagedPayload, StagingUpload
 from service.storage.pipeline import BodySink
 

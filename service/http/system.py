@@ -12,8 +12,8 @@ from typing import Any
 
 from service import __version__
 from service.auth import Action
+from service.common.timefmt import rfc3339_seconds
 from service.http.base import ApiHandler
-from service.timefmt import rfc3339_seconds
 
 LIBRARIES = ("tornado", "msgpack", "crc32c", "argon2-cffi", "pillow", "prometheus-client", "av")
 

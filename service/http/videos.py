@@ -23,11 +23,11 @@ from urllib.parse import quote
 
 from tornado.httputil import HTTPServerRequest
 
-from service.api_errors import ApiError
 from service.auth import Action, Principal, Resource, is_allowed, validate_expires_in
-from service.buckets import require_bucket
+from service.common.api_errors import ApiError
+from service.common.header_fields import validate_custom_metadata
+from service.common.timefmt import rfc3339_ms
 from service.context import AppContext
-from service.header_fields import validate_custom_metadata
 from service.http.base import ApiHandler, authorize_action
 from service.http.object_reads import ReadTarget
 from service.http.render import object_json
@@ -51,7 +51,7 @@ from service.media.video_shares import (
     revoke_share,
 )
 from service.meta import VideoJob, events
-from service.timefmt import rfc3339_ms
+from service.ops.buckets import require_bucket
 
 DEFAULT_SHARE_SECONDS = 3600
 PLAY_PATH = "/api/v1/videos/play"

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fsseam.fs import ReadableFile
-from service.engine import Engine
+from service.engine.core import Engine
 from service.media.image_budget import MemoryBudget, estimate_render_bytes
 from service.media.image_cache import CACHE_SUBDIR, CachedVariant, ImageCache, variant_key
 from service.media.image_pool import RenderPool

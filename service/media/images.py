@@ -39,8 +39,8 @@ from typing import Any, Literal, cast
 
 from PIL import ExifTags, Image, ImageOps, features
 
+from service.common.numbers import bounded_int
 from service.media.seam_file import RandomAccessFile, SeamFileReader
-from service.numbers import bounded_int
 
 ImageFormat = Literal["jpeg", "png", "webp", "avif"]
 Fit = Literal["cover", "contain", "fill", "inside"]

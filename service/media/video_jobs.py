@@ -1,6 +1,6 @@
 """Packaging jobs as operations: create, look up, delete (cancel), remove their outputs.
 
-Transport-free, like ``service.objects``: the HTTP handlers parse and authorise, these
+Transport-free, like ``service.ops.objects``: the HTTP handlers parse and authorise, these
 functions check the state, journal the event and hand the job to the runner.
 
 Deleting a job, in any status, is how it is cancelled: the runner stops it (kills its
@@ -17,14 +17,14 @@ from __future__ import annotations
 import secrets
 from typing import Protocol
 
-from service.api_errors import ApiError
-from service.buckets import outcome_error, require_bucket
-from service.engine import Engine
+from service.common.api_errors import ApiError
+from service.common.timefmt import now_ms
+from service.engine.core import Engine
 from service.media.video_outputs import default_output_prefix, is_output_name
 from service.media.video_params import JobParams
 from service.meta import VideoJob, events
-from service.objects import delete_object, resolve_version
-from service.timefmt import now_ms
+from service.ops.buckets import outcome_error, require_bucket
+from service.ops.objects import delete_object, resolve_version
 
 LIST_PAGE = 1000
 

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from service.common.names import key_problem
 from service.media.video_errors import VideoParamsError
-from service.names import key_problem
 
 THUMBNAIL_FORMATS = ("jpeg", "webp")
 PACKAGING_FORMATS = ("hls", "dash")

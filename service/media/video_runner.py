@@ -36,8 +36,9 @@ from typing import Any
 
 import service
 from fsseam.fs import ReadableFile
-from service.api_errors import ApiError
-from service.engine import Engine
+from service.common.api_errors import ApiError
+from service.common.timefmt import now_ms
+from service.engine.core import Engine
 from service.media.video_errors import VideoParamsError
 from service.media.video_jobs import remove_outputs
 from service.media.video_outputs import content_type_for, is_output_name, store_order
@@ -45,8 +46,7 @@ from service.media.video_params import JobParams
 from service.media.video_scratch import ScratchSpace
 from service.meta import VideoJob, events
 from service.meta.video_state import FINISHED
-from service.objects import PutIntent, store_server_made
-from service.timefmt import now_ms
+from service.ops.objects import PutIntent, store_server_made
 
 log = logging.getLogger("service.media")
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 import secrets
 
-from service.api_errors import ApiError
 from service.auth import (
     AccessDeniedError,
     SignatureExpiredError,
@@ -34,12 +33,13 @@ from service.auth import (
     issue_share_token,
     verify_share_token,
 )
-from service.buckets import outcome_error
-from service.engine import Engine
+from service.common.api_errors import ApiError
+from service.common.timefmt import now_ms
+from service.engine.core import Engine
 from service.media.video_outputs import is_output_name
 from service.meta import ObjectVersion, VideoJob, VideoShare, events
-from service.objects import refuse_quarantined
-from service.timefmt import now_ms
+from service.ops.buckets import outcome_error
+from service.ops.objects import refuse_quarantined
 
 
 def new_share_id() -> str:

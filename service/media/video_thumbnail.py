@@ -33,14 +33,14 @@ from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
 from PIL import Image
 
-from service.engine import Engine
+from service.engine.core import Engine
 from service.media.seam_file import RandomAccessFile, SeamFileReader
 from service.media.video_errors import UndecodableVideoError
 from service.media.video_input import describe, open_video
 from service.media.video_package import duration_seconds, first_video_stream
 from service.media.video_params import ThumbnailParams
 from service.meta import ObjectVersion
-from service.objects import PutIntent, require_key, resolve_version, store_server_made
+from service.ops.objects import PutIntent, require_key, resolve_version, store_server_made
 
 
 class _Sink:

@@ -4,7 +4,7 @@ Kept apart from buckets and objects because nothing here touches payloads or buc
 (a deleted user's buckets keep their ``owner`` id; who may then use them is policy's call).
 
 Last use of an access key is journaled in batches (``AccessKeysUsed``); the uses noted since
-the last batch live outside the state, in ``service.key_usage``.
+the last batch live outside the state, in ``service.engine.key_usage``.
 
 Thread-safety: like ``MetaState``, mutate only on the event-loop thread.
 """

@@ -3,11 +3,11 @@
 A bucket's rules are replaced as a whole by one ``LifecycleConfigured`` event (an empty list
 removes them); ``MetaState`` dispatches the event here and calls ``forget_bucket`` when a
 bucket is deleted, so a later bucket of the same name starts with no rules. The rules are
-validated before they are journaled (``service.lifecycle_config``); ``apply`` only checks
+validated before they are journaled (``service.ops.lifecycle_rules``); ``apply`` only checks
 the shapes, so a damaged event is refused instead of raising.
 
 The actions the rules cause (expiring objects, removing noncurrent versions, aborting
-uploads) are ordinary journaled operations made by ``service.lifecycle``; nothing here
+uploads) are ordinary journaled operations made by ``service.upkeep.lifecycle``; nothing here
 changes objects. Each action's record carries a *judgment*: the exact version the pass
 judged due (its version id, payload id and ``updated_at``), which action and the cutoff.
 ``apply`` re-checks it against the key's versions at that point of the journal

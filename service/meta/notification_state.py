@@ -4,7 +4,7 @@ A bucket's webhooks are replaced as a whole by one ``NotificationsConfigured`` e
 empty list removes them); ``MetaState`` dispatches the event here and calls
 ``forget_bucket`` when a bucket is deleted. A webhook is named by ``(bucket, id)``: one that
 keeps its id across a replacement keeps its ``start_after`` (and so its delivery cursor,
-``service.webhooks``); a new one starts after the event's ``after_sequence``.
+``service.events.webhooks``); a new one starts after the event's ``after_sequence``.
 
 The secret is journaled (it signs every delivery, so the server needs it in the clear) and
 never returned by the API.

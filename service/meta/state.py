@@ -580,5 +580,5 @@ class MetaState:
 
     def key_last_used(self, access_key_id: str) -> int | None:
         """The key's journaled last use (ms); None if none was journaled. Uses noted since
-        the last ``AccessKeysUsed`` event live in ``service.key_usage``."""
+        the last ``AccessKeysUsed`` event live in ``service.engine.key_usage``."""
         return self._accounts.last_used(access_key_id)

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TextIO
 
-from service.timefmt import now_ms, rfc3339_ms
+from service.common.timefmt import now_ms, rfc3339_ms
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 """Values of ``--log-level`` / ``SERVICE_LOG_LEVEL``."""

@@ -1,6 +1,6 @@
 """The error envelope and the error responses, per status, of the OpenAPI document.
 
-Derived from ``service.api_errors.STATUS_BY_CODE``, the server's own code-to-status table,
+Derived from ``service.common.api_errors.STATUS_BY_CODE``, the server's own code-to-status table,
 so the document's code enums cannot drift from what the server can send: a status's
 response schema is the envelope with ``code`` restricted to that status's codes.
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any
 
-from service.api_errors import STATUS_BY_CODE
+from service.common.api_errors import STATUS_BY_CODE
 
 ERROR_SCHEMA = "Error"
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.api_errors import STATUS_BY_CODE
-from service.openapi.operations import ok as success
-from service.openapi.operations import operation, query_param
-from service.openapi.schemas import COUNT, closed, ref
-from service.wire import (
+from service.common.api_errors import STATUS_BY_CODE
+from service.common.wire import (
     BATCH_PAX_CONTENT_TYPE,
     BATCH_PAX_META_PREFIX,
     BATCH_PAX_SHA256,
     MAX_BATCH_MEMBERS,
 )
+from service.openapi.operations import ok as success
+from service.openapi.operations import operation, query_param
+from service.openapi.schemas import COUNT, closed, ref
 
 ROUTE = "/api/v1/buckets/{bucket}/batch"
 DESCRIPTION = (

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.common.wire import MAX_LIST_LIMIT, MAX_PART_NUMBER
 from service.openapi.operations import (
     AUTHENTICATED,
     PRESIGNED,
@@ -24,7 +25,6 @@ from service.openapi.operations import (
 )
 from service.openapi.requests import OBJECT_KEY
 from service.openapi.schemas import SHA256_HEX
-from service.wire import MAX_LIST_LIMIT, MAX_PART_NUMBER
 
 API = "/api/v1"
 BUCKET = ref_param("bucket")

@@ -9,15 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.events_feed import EVENT_TYPES
-from service.lifecycle_config import MAX_DAYS, MAX_RULE_ID_CHARS, MAX_RULES
+from service.events.feed import EVENT_TYPES
 from service.meta.lifecycle_state import ACTIONS
-from service.notifications_config import (
-    MAX_ID_CHARS,
-    MAX_SECRET_CHARS,
-    MAX_URL_CHARS,
-    MAX_WEBHOOKS,
-)
 from service.openapi.operations import (
     header_param,
     json_body,
@@ -28,6 +21,13 @@ from service.openapi.operations import (
 )
 from service.openapi.requests import body
 from service.openapi.schemas import COUNT, TIMESTAMP, closed, list_of, nullable
+from service.ops.lifecycle_rules import MAX_DAYS, MAX_RULE_ID_CHARS, MAX_RULES
+from service.ops.notifications import (
+    MAX_ID_CHARS,
+    MAX_SECRET_CHARS,
+    MAX_URL_CHARS,
+    MAX_WEBHOOKS,
+)
 
 API = "/api/v1"
 ADMIN = " (admin)"

@@ -14,19 +14,19 @@ from typing import Any
 
 from service.auth.passwords import MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS
 from service.auth.presign import MAX_EXPIRES_IN, MIN_EXPIRES_IN
-from service.buckets import MAX_TAG_CHARS, MAX_TAGS
-from service.header_fields import (
+from service.common.header_fields import (
     MAX_CONTENT_TYPE_CHARS,
     MAX_METADATA_BYTES,
     MEDIA_TYPE_PATTERN,
 )
+from service.common.names import MAX_KEY_BYTES
+from service.common.numbers import MAX_DIGITS
+from service.common.wire import MAX_PART_NUMBER
 from service.http.identity import MAX_KEY_NAME
 from service.media import video_params as video
 from service.media.images import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
-from service.names import MAX_KEY_BYTES
-from service.numbers import MAX_DIGITS
 from service.openapi.schemas import nullable, ref
-from service.wire import MAX_PART_NUMBER
+from service.ops.buckets import MAX_TAG_CHARS, MAX_TAGS
 
 BUCKET_NAME = {
     "type": "string",

@@ -8,7 +8,7 @@ and gathered in the writer), the creation of multipart sessions (so that the per
 on open sessions counts every creation in flight in one place, ``service.http.caps``) and
 the rest of a session's life but its parts: its status, abort and ``complete`` (the writer
 keeps the object's SHA-256 carried over the parts written in place, from every process, and
-seals their file, ``service.multipart_direct``; the parts stay on any process) are answered
+seals their file, ``service.multipart.in_place``; the parts stay on any process) are answered
 by the writer alone. A worker
 passes such a request to the writer's second HTTP listener, a unix socket beside the commit
 socket, and streams the answer back as it comes (an event stream included).
@@ -36,7 +36,7 @@ import tornado.simple_httpclient
 import tornado.tcpclient
 import tornado.web
 
-from service.api_errors import ApiError, error_body, response_headers
+from service.common.api_errors import ApiError, error_body, response_headers
 from service.context import AppContext
 
 log = logging.getLogger("service.procs")

@@ -9,7 +9,7 @@ Thread-safety: event-loop thread only.
 
 from __future__ import annotations
 
-from service.key_usage import KeyUsage
+from service.engine.key_usage import KeyUsage
 from service.observability import PerformanceRecorder
 from service.procs.writer_link import WriterLink
 

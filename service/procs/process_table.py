@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from service.engine import Engine
+from service.engine.core import Engine
 from service.observability import PerformanceRecorder
 from service.procs.shared_metrics import is_sibling, requests_per_process
 

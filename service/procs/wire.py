@@ -3,7 +3,7 @@
 Each frame is a 4-byte big-endian length and a msgpack array. A worker sends
 ``[request id, event]``; the writer answers ``[request id, OK, outcome]`` or
 ``[request id, REFUSED, kind, message, retry after, log detail]`` (the engine's domain errors,
-``service.engine_errors``, which the worker raises again). Many requests are in flight on one
+``service.engine.errors``, which the worker raises again). Many requests are in flight on one
 connection; answers come in any order, matched by the id (never 0: ``NOTE_ID`` frames carry
 a worker's notes, unanswered).
 
@@ -23,8 +23,8 @@ from typing import Any
 
 import msgpack
 
-from service.api_errors import ApiError
-from service.engine_errors import (
+from service.common.api_errors import ApiError
+from service.engine.errors import (
     CommitFailedError,
     NotServingError,
     ReadOnlyError,

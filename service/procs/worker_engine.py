@@ -30,7 +30,7 @@ from typing import Any
 
 from fsseam.fs import FileSystem
 from service.config import Config
-from service.engine import Engine
+from service.engine.core import Engine
 from service.index.lmdb_index import LmdbObjectIndex
 from service.index.opening import INDEX_DIRNAME
 from service.meta import MetaState, Outcome

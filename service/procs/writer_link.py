@@ -1,7 +1,7 @@
 """A worker's side of the local socket: send events to the writer, await their outcomes.
 
 Notes go to the writer the same way, batched per loop iteration, without an answer: access
-keys' uses (the writer keeps every process's and journals them, ``service.key_usage``) and
+keys' uses (the writer keeps every process's and journals them, ``service.engine.key_usage``) and
 each PUT's and GET's figures (the writer's ``system/performance`` covers every process).
 
 One connection, opened on first use and again after it broke; many commits in flight on it,
@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from service.engine_errors import NotServingError
+from service.engine.errors import NotServingError
 from service.meta import Outcome
 from service.procs.wire import (
     NOTE_ID,

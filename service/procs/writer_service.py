@@ -26,10 +26,10 @@ from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from service.api_errors import ApiError
-from service.engine import Engine
+from service.common.api_errors import ApiError
+from service.engine.core import Engine
 from service.index.lmdb_index import LmdbObjectIndex
-from service.multipart_direct import direct_parts_of
+from service.multipart.in_place import direct_parts_of
 from service.observability import PerformanceRecorder
 from service.procs.wire import (
     NOTE_ID,

@@ -10,7 +10,7 @@ behind. A POSIX ``lockf`` lock would not do: it never conflicts within one proce
 closing any descriptor of the file drops all of that process's locks on it.
 
 Where the system has no OFD locks, ``supported()`` is False and, with several processes,
-parts keep their own files (``service.multipart_direct``).
+parts keep their own files (``service.multipart.in_place``).
 
 Thread-safety: blocking functions (run them on an executor); a ``RegionLock`` is released
 once, by its owner.

@@ -3,7 +3,7 @@
 ``ScrubRead`` opens a payload, hashes it ``CHUNK_BYTES`` at a time (each ``step`` is one
 blocking read: run it on the executor) and says at the end whether the bytes still have the
 size and SHA-256 their record states, or what is wrong with them. The pacing, the
-bookkeeping and the quarantine are the caller's (``service.scrub``).
+bookkeeping and the quarantine are the caller's (``service.upkeep.scrub``).
 
 Thread-safety: one ``ScrubRead`` is used by one task at a time (its steps run one after the
 other, each on some executor thread).

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from service.api_errors import STATUS_BY_CODE, ApiError
 from service.auth.auth_errors import (
     WWW_AUTHENTICATE,
     AccessDeniedError,
@@ -14,6 +13,7 @@ from service.auth.auth_errors import (
     SignatureInvalidError,
     UnauthorizedError,
 )
+from service.common.api_errors import STATUS_BY_CODE, ApiError
 
 
 @pytest.mark.parametrize(

@@ -130,20 +130,23 @@ def test_the_client_imports_nothing_of_the_server(module_name: str) -> None:
         elif isinstance(node, ast.Import):
             imported.extend(alias.name for alias in node.names)
     ours = [name for name in imported if name.split(".")[0] in ("service", "journal")]
-    allowed = ("service.client", "service.wire")
+    allowed = ("service.client", "service.common.wire")
     assert all(name.startswith(allowed) for name in ours), ours
 
 
 def test_the_wire_module_is_pure_constants() -> None:
-    """``service.wire`` (shared with the server) holds constants only; ``_wire`` only
+    """``service.common.wire`` (shared with the server) holds constants only; ``_wire`` only
     re-exports it."""
-    shared = ast.parse((CLIENT_DIR.parent / "wire.py").read_text())
+    shared = ast.parse((CLIENT_DIR.parent / "common" / "wire.py").read_text())
     imports = [node for node in ast.walk(shared) if isinstance(node, ast.Import | ast.ImportFrom)]
     assert {getattr(node, "module", None) for node in imports} <= {"__future__", "typing"}
     assert not [node for node in shared.body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
     tree = ast.parse((CLIENT_DIR / "_wire.py").read_text())
     imports = [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
-    assert {getattr(node, "module", None) for node in imports} <= {"__future__", "service.wire"}
+    assert {getattr(node, "module", None) for node in imports} <= {
+        "__future__",
+        "service.common.wire",
+    }
     assert not [node for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
 
 
@@ -156,8 +159,8 @@ def test_importing_the_client_loads_nothing_of_the_server_but_the_wire_constants
     command = [sys.executable, "-c", code]
     out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=repo).stdout
     loaded = ast.literal_eval(out.strip())
-    assert "service.wire" in loaded
-    assert [m for m in loaded if m not in ("service", "service.wire")] == [
+    assert "service.common.wire" in loaded
+    assert [m for m in loaded if m not in ("service", "service.common", "service.common.wire")] == [
         m for m in loaded if m.startswith("service.client")
     ]
 

@@ -1,4 +1,4 @@
-"""The batch upload on a simulated machine: ``put_batch`` runs ``service.batch.store_batch``
+"""The batch upload on a simulated machine: ``put_batch`` runs ``service.ops.batch.store_batch``
 as the HTTP handler does (a tar stream, one shared sync, every commit in flight together) and
 records each member's fate in the machine's ledger.
 
@@ -13,8 +13,8 @@ import io
 import tarfile
 from collections.abc import Sequence
 
-from service import batch
-from service.batch import BatchLimits, MemberFailure
+from service.ops import batch
+from service.ops.batch import BatchLimits, MemberFailure
 from tests.crash.enginekit import Result, SimMachine, answer
 from tests.crash.model import Fate
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from fsseam.simfs import SimFileSystem
 from journal import Journal, JournalOptions
-from service.engine import Engine
+from service.engine.core import Engine
 from service.storage.direct import is_direct_id
 from tests.crash.enginekit import GC_GRACE, STAGING_TTL, SimMachine
 from tests.crash.indexkit import INDEX_FATES, index_fate, index_problems, journal_truth

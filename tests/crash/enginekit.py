@@ -33,14 +33,15 @@ from typing import Any
 
 from fsseam import crashpoints
 from fsseam.simfs import CrashMode, ManualClock, SimFileSystem, SimulatedCrash
-from service import buckets, multipart, objects
-from service.api_errors import ApiError, response_headers
+from service.common.api_errors import ApiError, response_headers
 from service.config import Config, Durability
-from service.engine import Engine
+from service.engine.core import Engine
 from service.index.opening import BOOT_ID_PATH
 from service.meta import ObjectVersion, PartInfo
-from service.multipart_direct import direct_parts_of
-from service.objects import PutIntent
+from service.multipart import operations as multipart
+from service.multipart.in_place import direct_parts_of
+from service.ops import buckets, objects
+from service.ops.objects import PutIntent
 from service.storage import StagedPayload, StagingUpload, direct, entropy
 from service.storage.pipeline import BodySink
 from tests.crash.model import Fate, Ledger

@@ -10,7 +10,7 @@ from collections import Counter
 from fsseam.simfs import SimFileSystem
 from journal import Journal, JournalOptions
 from service.config import Config
-from service.engine import Engine
+from service.engine.core import Engine
 from service.index.opening import INDEX_DIRNAME
 from service.index.protocol import IndexUnreadableError
 from service.meta import MetaState, decode_snapshot, encode_snapshot

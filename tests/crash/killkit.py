@@ -3,7 +3,7 @@
 The in-process crash matrix (``tests.crash.matrix``) cuts the power at every file operation
 of one operation at a time. This kit checks the same claims on the real thing: a server
 process under 8 concurrent clients, SIGKILLed at a random moment or at a named crash point
-(``SERVICE_CRASH_POINT``, see ``service.engine.install_crash_hook``), restarted on the same
+(``SERVICE_CRASH_POINT``, see ``service.engine.core.install_crash_hook``), restarted on the same
 data dir and port, and checked over HTTP only, as a user would see it.
 
 A SIGKILL keeps the OS page cache, so in either durability mode every acknowledged operation

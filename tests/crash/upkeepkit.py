@@ -30,12 +30,12 @@ import json
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-import service.scrub
-from service import notifications_config
+import service.upkeep.scrub
+from service.events.webhooks import WebhookDispatcher
 from service.meta import ObjectVersion
 from service.meta.notification_state import Webhook
-from service.scrub import Scrubber
-from service.webhooks import WebhookDispatcher
+from service.ops import notifications as notifications_config
+from service.upkeep.scrub import Scrubber
 from tests.crash.checkkit import Verdict
 from tests.crash.enginekit import SimMachine
 
@@ -71,12 +71,12 @@ def _hook(machine: SimMachine) -> Webhook | None:
 
 @contextlib.contextmanager
 def _checkpoint_every_version() -> Iterator[None]:
-    saved = service.scrub.CHECKPOINT_SECONDS
-    service.scrub.CHECKPOINT_SECONDS = 0.0
+    saved = service.upkeep.scrub.CHECKPOINT_SECONDS
+    service.upkeep.scrub.CHECKPOINT_SECONDS = 0.0
     try:
         yield
     finally:
-        service.scrub.CHECKPOINT_SECONDS = saved
+        service.upkeep.scrub.CHECKPOINT_SECONDS = saved
 
 
 # -- kinds ------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ import pytest
 
 from fsseam.fs import RealFileSystem
 from fsseam.simfs import Fault, SimFileSystem
-from service.event_log import EventLog
-from service.events_feed import derive
+from service.events.feed import derive
+from service.events.log import EventLog
 from service.meta import MetaState, events
 
 DAY_MS = 86_400_000

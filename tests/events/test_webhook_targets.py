@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from service.config import ConfigError, load_config
-from service.webhook_targets import TargetPolicy, TargetRefused
+from service.events.targets import TargetPolicy, TargetRefused
 from tests.events.receiver import Receiver
 from tests.serverproc import ServerProcess
 

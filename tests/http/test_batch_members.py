@@ -1,4 +1,4 @@
-"""Pure rules of a batch member (``service.batch.member_intent``): what a PUT of it declares."""
+"""Pure rules of a batch member (``service.ops.batch.member_intent``): what a PUT of it declares."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import tarfile
 
 import pytest
 
-from service import batch
-from service.api_errors import ApiError
-from service.batch import BatchLimits, member_intent
+from service.common.api_errors import ApiError
+from service.ops import batch
+from service.ops.batch import BatchLimits, member_intent
 
 LIMITS = BatchLimits(max_member_bytes=1000)
 

@@ -1,6 +1,6 @@
 """Header-bound fields over HTTP: custom metadata and content types at every entry point.
 
-One validator (``service.header_fields``) refuses control characters, bad names and bad
+One validator (``service.common.header_fields``) refuses control characters, bad names and bad
 media types at PUT, multipart init, image optimize, video thumbnails and presign; values
 outside visible ASCII travel as RFC 2047 encoded words and come back decoded in JSON and in
 the client; objects an older version stored with CR/LF/NUL/non-Latin-1 fields are readable.
@@ -16,11 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.buckets import create_bucket
 from service.client import ServiceClient
 from service.config import Config
-from service.engine import Engine
-from service.objects import PutIntent, store_object
+from service.engine.core import Engine
+from service.ops.buckets import create_bucket
+from service.ops.objects import PutIntent, store_object
 from service.storage import StagingUpload
 from tests.http.test_buckets import assert_error
 from tests.serverproc import ServerProcess

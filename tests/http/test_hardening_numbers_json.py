@@ -1,7 +1,7 @@
 """Numbers and JSON from hostile clients, over HTTP: never a 5xx, always the contract's 400/413.
 
 Numbers in queries, headers and JSON are bounded ASCII digits (one parser,
-``service.numbers``); JSON bodies and cursors go through one loader with size and depth
+``service.common.numbers``); JSON bodies and cursors go through one loader with size and depth
 limits (``service.http.json_body``), the unauthenticated login included.
 """
 

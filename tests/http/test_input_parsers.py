@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.api_errors import ApiError
 from service.client._headers import decode_value, encode_value
-from service.header_fields import (
+from service.common.api_errors import ApiError
+from service.common.header_fields import (
     MAX_METADATA_BYTES,
     WORD_BYTES,
     content_type_problem,
@@ -21,6 +21,7 @@ from service.header_fields import (
     text_problem,
     validate_custom_metadata,
 )
+from service.common.numbers import MAX_DIGITS, bounded_int, require_int
 from service.http.caps import fold
 from service.http.conditions import ByteWindow, RangeResult, parse_range
 from service.http.cors import EXPOSED_HEADERS, CorsPolicy
@@ -31,7 +32,6 @@ from service.http.json_body import (
     load_json_object,
     nesting_depth_exceeds,
 )
-from service.numbers import MAX_DIGITS, bounded_int, require_int
 
 # -- numbers -------------------------------------------------------------------------------
 

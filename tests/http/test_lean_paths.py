@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.objects import SMALL_PUT_BYTES
+from service.ops.objects import SMALL_PUT_BYTES
 from tests.http.test_buckets import assert_error
 from tests.serverproc import ServerProcess
 

@@ -1,4 +1,4 @@
-"""Parts written once, in place, into their upload's file (``service.multipart_direct``):
+"""Parts written once, in place, into their upload's file (``service.multipart.in_place``):
 what the data dir holds as parts arrive, are replaced, survive a restart, complete and
 abort, and that every completion has the exact bytes."""
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
+from service.common.timefmt import http_date
 from service.http.conditions import ByteWindow
 from service.http.read_plan import plan_read
 from service.meta import ObjectVersion
-from service.timefmt import http_date
 
 SHA = "ab" * 32
 VERSION = ObjectVersion(

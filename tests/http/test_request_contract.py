@@ -1,5 +1,5 @@
 """The request contract's one module (``service.http.request_contract``) and the wire
-constants the server shares with the client (``service.wire``)."""
+constants the server shares with the client (``service.common.wire``)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 import service.http
-from service.api_errors import ApiError
 from service.client import _wire
+from service.common.api_errors import ApiError
 from service.http.request_contract import (
     new_request_id,
     render_error,
     request_id_for,
     tornado_error,
 )
-from service.multipart import parse_part_number
+from service.multipart.operations import parse_part_number
 
 HTTP_DIR = Path(service.http.__file__).parent
 
@@ -84,5 +84,5 @@ def test_the_server_takes_part_bounds_and_header_names_from_the_shared_wire_modu
         assert raised.value.code == "InvalidPartNumber"
     for module in ("base.py", "object_reads.py", "object_handlers.py", "multipart_handlers.py"):
         source = (HTTP_DIR / module).read_text()
-        assert "from service.wire import" in source, module
+        assert "from service.common.wire import" in source, module
         assert '"X-Request-Id"' not in source and '"X-Checksum-Sha256"' not in source, module

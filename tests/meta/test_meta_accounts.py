@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.key_usage import KeyUsage
+from service.engine.key_usage import KeyUsage
 from service.meta import AccessKey, MetaState, User, events
 from tests.meta.factory import applied
 

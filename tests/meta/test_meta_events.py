@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.api_errors import STATUS_BY_CODE
+from service.common.api_errors import STATUS_BY_CODE
 from service.meta import ERROR_CODES, MetaState, events
 from tests.meta.factory import Factory, applied
 

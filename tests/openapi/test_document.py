@@ -11,8 +11,8 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from service.api_errors import STATUS_BY_CODE
 from service.app import handler_table
+from service.common.api_errors import STATUS_BY_CODE
 from service.openapi import openapi_document
 from tests.serverproc import ServerProcess
 

@@ -1,4 +1,4 @@
-"""Parts written in place with two serving processes (``service.multipart_direct``, shared
+"""Parts written in place with two serving processes (``service.multipart.in_place``, shared
 claims: ``service.storage.region_locks``): parts of one upload served by both processes land
 in the upload's one file, a re-sent part never overwrites a stored one, ``complete`` (on the
 writer) seals the file into the exact object, and abort removes it."""

@@ -11,7 +11,7 @@ import pytest
 
 from fsseam.fs import make_dirs_durably
 from fsseam.simfs import SimFileSystem
-from service import multipart
+from service.multipart import operations as multipart
 from service.storage import PayloadIntegrity, direct
 from service.storage.payloads import PayloadStore
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from journal import Journal, JournalOptions
 from service.config import Config
-from service.engine import Engine
+from service.engine.core import Engine
 from service.index.opening import INDEX_DIRNAME
 from service.meta import MetaState, decode_snapshot
 from service.meta.model import Usage

@@ -18,7 +18,7 @@ import pytest
 
 from journal import Journal, JournalOptions
 from service.config import Config
-from service.engine import Engine
+from service.engine.core import Engine
 from service.index.opening import INDEX_DIRNAME, MARKER_FILENAME
 from service.meta import MetaState, decode_snapshot, encode_snapshot
 from tests.meta.factory import Factory

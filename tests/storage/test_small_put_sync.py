@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from fsseam.fs import FsSync, RealFileSystem
-from service import buckets, objects
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
 from service.config import Config
-from service.engine import Engine
-from service.objects import PutIntent
+from service.engine.core import Engine
+from service.ops import buckets, objects
+from service.ops.objects import PutIntent
 from service.storage import PayloadIntegrity, PayloadStore
 from tests.storage.conftest import RecordingFileSystem
 

@@ -1,12 +1,12 @@
 """Resumable multipart uploads: sessions, parts, complete (join) and abort.
 
 Transport-free. A part of the session's recommended size (or a shorter last one) is written
-once, straight into its upload's file at its final offset (``service.multipart_direct``),
+once, straight into its upload's file at its final offset (``service.multipart.in_place``),
 and ``complete`` seals that file into the object. Other parts are ordinary payload files
 referenced by the session's records; either way they survive restarts. For an upload of
 such parts only, the contiguous
 prefix of them is assembled into one file with its SHA-256 state at every part boundary
-(``service.multipart_assembly``), so ``complete`` mostly appends the parts not assembled
+(``service.multipart.assembly``), so ``complete`` mostly appends the parts not assembled
 yet, finishes the hash and seals; without a usable assembly (after a restart, or a manifest
 that skips part 1) it joins the named parts in one pass off the event loop, as before.
 Either way it promotes the result and commits one ``UploadCompleted`` record; the parts are
@@ -26,19 +26,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fsseam import crashpoints
-from service.api_errors import ApiError
-from service.buckets import outcome_error, require_bucket
-from service.engine import Engine
-from service.header_fields import (
+from service.common.api_errors import ApiError
+from service.common.header_fields import (
     guess_content_type,
     require_content_type,
     validate_custom_metadata,
 )
+from service.common.numbers import require_int
+from service.common.timefmt import now_ms
+from service.common.wire import MAX_PART_NUMBER, MIN_PART_NUMBER, QUERY_PART_NUMBER
+from service.engine.core import Engine
 from service.meta import ObjectVersion, PartInfo, UploadSession, events
-from service.multipart_assembly import assemblies_of
-from service.multipart_direct import direct_parts_of
-from service.numbers import require_int
-from service.objects import (
+from service.multipart.assembly import assemblies_of
+from service.multipart.in_place import direct_parts_of
+from service.ops.buckets import outcome_error, require_bucket
+from service.ops.objects import (
     new_version_token,
     promote_staged,
     require_key,
@@ -46,8 +48,6 @@ from service.objects import (
 )
 from service.storage import StagedPayload
 from service.storage.direct import DirectStaged
-from service.timefmt import now_ms
-from service.wire import MAX_PART_NUMBER, MIN_PART_NUMBER, QUERY_PART_NUMBER
 
 MIB = 1024 * 1024
 DEFAULT_PART_SIZE = 8 * MIB

@@ -40,11 +40,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from service.common.timefmt import rfc3339_seconds
 from service.config import Config
-from service.engine import Engine
+from service.engine.core import Engine
 from service.meta import ObjectVersion
 from service.storage.scrub import ScrubRead
-from service.timefmt import rfc3339_seconds
 
 _TEMP_NUMBERS = itertools.count()
 log = logging.getLogger("service.scrub")

@@ -10,7 +10,7 @@ restarts. A bucket deleted with ``force`` yields no per-object events (docs/even
 
 Readers (the SSE stream, webhooks) ask for events after a sequence: the newest
 ``RECENT`` are answered from memory, older ones from the event log's files
-(``service.event_log``, on the executor). Lines go to the files every ``FLUSH_SECONDS`` (a
+(``service.events.log``, on the executor). Lines go to the files every ``FLUSH_SECONDS`` (a
 background job) and are fsynced before every snapshot (``sync``); at start the events of
 replayed records past the log's end are derived again, so none is lost to a crash.
 
@@ -36,9 +36,9 @@ from concurrent.futures import Executor
 from typing import Any, NamedTuple
 
 from fsseam.fs import FileSystem
-from service.event_log import EventLog
+from service.common.timefmt import rfc3339_ms
+from service.events.log import EventLog
 from service.meta import ObjectVersion, Outcome, events
-from service.timefmt import rfc3339_ms
 
 log = logging.getLogger("service.events")
 

@@ -6,7 +6,7 @@ trusted (missing, damaged, stale, ahead of the journal, from another journal, or
 records whose events the event log lost) is rebuilt from the newest readable snapshot and
 the segments after it; a damaged snapshot found then reopens the journal checking every
 snapshot, which falls back to the older one. The event log is cut at the replay point so
-that replay derives every event after it again (``service.event_log``).
+that replay derives every event after it again (``service.events.log``).
 
 After an unclean balanced run, the records after the last checkpoint may name payloads that
 never reached the disk: their ids come back in ``Recovered.recent`` for the engine to verify.
@@ -24,7 +24,7 @@ from typing import Any
 from fsseam.fs import FileSystem
 from journal import Journal, JournalOptions, SnapshotDamagedError
 from service.config import Config
-from service.events_feed import EventFeed
+from service.events.feed import EventFeed
 from service.index.opening import (
     IndexMismatchError,
     event_crc,
@@ -45,7 +45,7 @@ PayloadRefs = dict[str, tuple[int, str]]
 REPLAY_BATCH = 10_000
 """Records replayed per index transaction at startup."""
 EVENT_SOURCES = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED, events.UPLOAD_COMPLETED})
-"""Records that may derive an object event (``service.events_feed``)."""
+"""Records that may derive an object event (``service.events.feed``)."""
 
 
 @dataclass

@@ -13,7 +13,7 @@ grow, cut, seal or drop it (the file work: ``service.storage.assembly``).
 - ``drop`` removes the assembly of an upload closed without it (aborted, expired, or
   completed by a join); uploads found closed are dropped on every use as well.
 
-An upload with parts written in place (``service.multipart_direct``) has no assembly: its
+An upload with parts written in place (``service.multipart.in_place``) has no assembly: its
 file is the object already.
 
 An assembly is a cache: any failure to grow one (a full disk, a part removed meanwhile)
@@ -31,9 +31,9 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from service.engine import Engine
+from service.engine.core import Engine
 from service.meta import PartInfo
-from service.multipart_direct import stored_in_place
+from service.multipart.in_place import stored_in_place
 from service.storage import StagedPayload
 from service.storage.assembly import Assembly
 

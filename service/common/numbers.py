@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
 
 MAX_DIGITS = 18
 """At most this many digits: every such number fits a signed 64-bit integer (journal,

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from journal import JournalError
-from service.engine import Engine
+from service.engine.core import Engine
 from service.meta import PartInfo, UploadSession
 from service.meta.events import PART_STORED
 from service.storage import StagedPayload, region_locks

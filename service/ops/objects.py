@@ -21,15 +21,15 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from fsseam.fs import ReadableFile, pread, pread_cached
-from service.api_errors import ApiError
-from service.buckets import outcome_error, require_bucket
-from service.engine import Engine
-from service.header_fields import content_type_problem, validate_custom_metadata
+from service.common.api_errors import ApiError
+from service.common.header_fields import content_type_problem, validate_custom_metadata
+from service.common.names import key_problem
+from service.common.timefmt import now_ms
+from service.engine.core import Engine
 from service.meta import Bucket, ObjectVersion, events
-from service.names import key_problem
+from service.ops.buckets import outcome_error, require_bucket
 from service.storage import DigestMismatch, PayloadStore, StagedPayload, StagingUpload
 from service.storage.entropy import random_hex
-from service.timefmt import now_ms
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 CHUNK_BYTES = 256 * 1024
@@ -73,7 +73,7 @@ def require_key(key: str) -> None:
 
 
 def validate_metadata(metadata: Mapping[str, str]) -> None:
-    """The contract's rules for custom metadata (``service.header_fields``), or 400."""
+    """The contract's rules for custom metadata (``service.common.header_fields``), or 400."""
     validate_custom_metadata(metadata)
 
 

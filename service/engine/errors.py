@@ -1,7 +1,7 @@
 """The engine's refusals: domain errors with a code and a hint, never an HTTP detail.
 
-The engine (``service.engine``) raises these; the HTTP layer alone turns them into a status
-and headers (``service.api_errors.response_headers`` writes ``retry_after`` as
+The engine (``service.engine.core``) raises these; the HTTP layer alone turns them into a status
+and headers (``service.common.api_errors.response_headers`` writes ``retry_after`` as
 ``Retry-After``). They are ``ApiError``s so every caller that already answers an
 ``ApiError`` in the contract's shape (handlers, the upload drain, the video runner) answers
 them too.
@@ -16,7 +16,7 @@ Thread-safety: plain exception values.
 
 from __future__ import annotations
 
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
 
 READ_ONLY_RETRY_SECONDS = 30
 """How long a client is told to wait before retrying a mutation on a read-only engine."""

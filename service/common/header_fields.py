@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from service.api_errors import ApiError
+from service.common.api_errors import ApiError
 
 MAX_NAME_CHARS = 128
 MAX_METADATA_BYTES = 8 * 1024

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from service.events_feed import EventFeed
-from service.lifecycle import LifecycleRunner
-from service.scrub import Scrubber
-from service.webhooks import WebhookDispatcher
+from service.events.feed import EventFeed
+from service.events.webhooks import WebhookDispatcher
+from service.upkeep.lifecycle import LifecycleRunner
+from service.upkeep.scrub import Scrubber
 
 
 class UpkeepCollector(Collector):

@@ -12,14 +12,14 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from service.api_errors import ApiError
-from service.buckets import outcome_error, require_bucket
-from service.engine import Engine
-from service.events_feed import EVENT_TYPES
+from service.common.api_errors import ApiError
+from service.common.names import key_problem
+from service.common.timefmt import now_ms
+from service.engine.core import Engine
+from service.events.feed import EVENT_TYPES
+from service.events.targets import TargetPolicy
 from service.meta import events
-from service.names import key_problem
-from service.timefmt import now_ms
-from service.webhook_targets import TargetPolicy
+from service.ops.buckets import outcome_error, require_bucket
 
 MAX_WEBHOOKS = 20
 MAX_ID_CHARS = 255
@@ -97,7 +97,7 @@ def parse_webhooks(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 async def set_webhooks(engine: Engine, bucket: str, hooks: list[dict[str, Any]]) -> None:
     """Replace the bucket's webhooks (an empty list removes them). A URL whose host is an
-    address the operator does not allow (``service.webhook_targets``) is refused with 400."""
+    address the operator does not allow (``service.events.targets``) is refused with 400."""
     require_bucket(engine, bucket)
     policy = TargetPolicy.parse(engine.config.webhook_allowed_networks)
     for index, hook in enumerate(hooks):

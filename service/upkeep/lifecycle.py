@@ -32,9 +32,9 @@ import time
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 
-from service.api_errors import ApiError
-from service.buckets import outcome_error
-from service.engine import Engine
+from service.common.api_errors import ApiError
+from service.common.timefmt import now_ms
+from service.engine.core import Engine
 from service.meta import ObjectVersion, UploadSession, events
 from service.meta.lifecycle_state import (
     EXPIRE,
@@ -45,9 +45,9 @@ from service.meta.lifecycle_state import (
     is_due,
     judgment,
 )
-from service.multipart import ensure_not_completing
-from service.objects import new_version_token
-from service.timefmt import now_ms
+from service.multipart.operations import ensure_not_completing
+from service.ops.buckets import outcome_error
+from service.ops.objects import new_version_token
 
 log = logging.getLogger("service.lifecycle")
 

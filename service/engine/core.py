@@ -9,7 +9,7 @@ and by the periodic sweep (with a grace period for in-flight PUTs).
 
 A journal write or fsync error is fail-stop: the engine turns read-only, every later
 mutation raises ``ReadOnlyError`` (with a retry hint, which the HTTP layer sends as 503
-with Retry-After; ``service.engine_errors``), and the next start's replay decides whether
+with Retry-After; ``service.engine.errors``), and the next start's replay decides whether
 the failed record survived. Until then nothing is deleted (no GC, no
 release): the failed record may survive and name its payload.
 
@@ -47,18 +47,18 @@ from journal import (
     Record,
 )
 from service.config import Config
-from service.engine_errors import (
+from service.engine.errors import (
     CommitFailedError,
     NotServingError,
     ReadOnlyError,
     StorageFullError,
 )
-from service.engine_recovery import PayloadRefs, open_and_replay
-from service.events_feed import FLUSH_SECONDS, EventFeed
+from service.engine.key_usage import KeyUsage
+from service.engine.recovery import PayloadRefs, open_and_replay
+from service.events.feed import FLUSH_SECONDS, EventFeed
 from service.index.lmdb_index import LmdbObjectIndex
 from service.index.opening import close_index, event_crc, rest_of
 from service.index.protocol import IndexFactory, PersistentIndex
-from service.key_usage import KeyUsage
 from service.meta import MetaState, Outcome, events, freeze, iter_snapshot
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 from service.storage.groupsync import GroupSync
@@ -125,7 +125,7 @@ class Engine:
         self._rest_changed = False
         self._last_event: dict[str, Any] = {}
         self.key_usage = KeyUsage()
-        """Access keys' uses not yet journaled (``service.key_usage``)."""
+        """Access keys' uses not yet journaled (``service.engine.key_usage``)."""
         self.events = EventFeed(
             self.fs,
             os.path.join(config.data_dir, "events"),
@@ -133,7 +133,7 @@ class Engine:
             retention_seconds=config.events_retention_seconds,
             retention_count=config.events_retention_count,
         )
-        """Object events derived from the committed records (``service.events_feed``)."""
+        """Object events derived from the committed records (``service.events.feed``)."""
         self.journal: Journal | None = None
         self.read_only_reason: str | None = None
         self.started_at = time.time()
@@ -211,7 +211,7 @@ class Engine:
         self._background.append(asyncio.create_task(self._every(interval, job)))
 
     def _open_and_replay(self) -> tuple[Journal, MetaState, PayloadRefs | None]:
-        """``service.engine_recovery``; the index is kept as soon as it is open."""
+        """``service.engine.recovery``; the index is kept as soon as it is open."""
 
         def keep(index: PersistentIndex) -> None:
             self.index = index
@@ -319,7 +319,7 @@ class Engine:
         Raises ``ReadOnlyError`` when read-only, ``NotServingError`` while starting or
         stopping, and ``StorageFullError`` / ``CommitFailedError`` when the commit failed
         (the engine then turns read-only, fail-stop: the record's fate is decided by the
-        next replay). See ``service.engine_errors``.
+        next replay). See ``service.engine.errors``.
         """
         self.ensure_writable()
         journal = self.journal
@@ -457,7 +457,7 @@ class Engine:
                 if unsynced:
                     await self.run_blocking(self.integrity.sync_payloads, unsynced)
                 # The events up to ``sequence`` must be on disk before the records that
-                # would derive them again may go (``service.events_feed``).
+                # would derive them again may go (``service.events.feed``).
                 await self.events.flush(self.run_blocking, sync=True)
                 # Encoded as the journal writes it, chunk by chunk, on its thread.
                 crc = await journal.write_snapshot(sequence, iter_snapshot(frozen, stored))

@@ -11,13 +11,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from service.api_errors import ApiError
-from service.buckets import outcome_error, require_bucket
-from service.engine import Engine
+from service.common.api_errors import ApiError
+from service.common.names import key_problem
+from service.common.timefmt import now_ms
+from service.engine.core import Engine
 from service.meta import events
 from service.meta.lifecycle_state import ACTIONS, LifecycleRule
-from service.names import key_problem
-from service.timefmt import now_ms
+from service.ops.buckets import outcome_error, require_bucket
 
 MAX_RULES = 100
 MAX_RULE_ID_CHARS = 255

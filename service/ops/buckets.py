@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from service.api_errors import ApiError
-from service.engine import Engine
+from service.common.api_errors import ApiError
+from service.common.names import bucket_name_problem
+from service.common.timefmt import now_ms
+from service.engine.core import Engine
 from service.meta import Bucket, Outcome, events
-from service.names import bucket_name_problem
-from service.timefmt import now_ms
 
 MAX_TAGS = 50
 MAX_TAG_CHARS = 256

@@ -19,11 +19,11 @@ from service.auth import (
     resolve_bootstrap,
     write_credentials_file,
 )
-from service.buckets import outcome_error
+from service.common.timefmt import now_ms
 from service.config import Config
-from service.engine import Engine
+from service.engine.core import Engine
 from service.meta import events
-from service.timefmt import now_ms
+from service.ops.buckets import outcome_error
 
 
 def new_user_id() -> str:

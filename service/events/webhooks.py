@@ -17,7 +17,7 @@ The event feed keeps the files a webhook still needs for up to ``webhook_hold_se
 progress; a webhook that stays broken longer loses the dropped events (counted in ``skipped``,
 named in ``last_error``).
 
-Where a webhook may deliver is checked at every attempt (``service.webhook_targets``): the
+Where a webhook may deliver is checked at every attempt (``service.events.targets``): the
 URL's name is resolved, every address must be one the operator allows (public ones, plus
 ``SERVICE_WEBHOOK_ALLOWED_NETWORKS``), and the POST goes to the checked address; a refused
 target is a failed attempt like a refused connection (retried, named in ``last_error``).
@@ -41,12 +41,12 @@ from typing import Any
 
 import httpx
 
+from service.common.timefmt import rfc3339_seconds
 from service.config import Config
-from service.engine import Engine
-from service.events_feed import FeedEvent
+from service.engine.core import Engine
+from service.events.feed import FeedEvent
+from service.events.targets import TargetPolicy, TargetRefused
 from service.meta.notification_state import Webhook
-from service.timefmt import rfc3339_seconds
-from service.webhook_targets import TargetPolicy, TargetRefused
 
 _TEMP_NUMBERS = itertools.count()
 log = logging.getLogger("service.webhooks")

@@ -45,11 +45,17 @@ from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from fsseam import crashpoints
-from service.api_errors import ApiError
-from service.engine import Engine
-from service.header_fields import guess_content_type, validate_custom_metadata
+from service.common.api_errors import ApiError
+from service.common.header_fields import guess_content_type, validate_custom_metadata
+from service.common.wire import (
+    BATCH_PAX_CONTENT_TYPE,
+    BATCH_PAX_META_PREFIX,
+    BATCH_PAX_SHA256,
+    MAX_BATCH_MEMBERS,
+)
+from service.engine.core import Engine
 from service.meta import ObjectVersion
-from service.objects import (
+from service.ops.objects import (
     CHUNK_BYTES,
     SMALL_PUT_BYTES,
     PutIntent,
@@ -61,12 +67,6 @@ from service.objects import (
     validate_content_type,
 )
 from service.storage import DigestMismatch, PayloadStore, StagedPayload
-from service.wire import (
-    BATCH_PAX_CONTENT_TYPE,
-    BATCH_PAX_META_PREFIX,
-    BATCH_PAX_SHA256,
-    MAX_BATCH_MEMBERS,
-)
 
 T = TypeVar("T")
 

@@ -1,0 +1,7 @@
+"""Resumable multipart uploads: sessions, parts, complete and abort (``operations``), parts
+written in place in the upload's file (``in_place``) and assembly of parts as they arrive
+(``assembly``); the file work lives in ``service.storage``.
+
+May import: ``service.common``, ``service.config``, ``service.engine.core``, ``service.meta``,
+``service.storage``, ``service.ops``. Never HTTP.
+"""

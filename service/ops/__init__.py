@@ -1,0 +1,7 @@
+"""Domain operations, free of HTTP: buckets, objects, batch uploads, a bucket's lifecycle rules
+and webhooks, and the first start's bootstrap. Each validates, pre-checks against the state,
+commits an event through the engine and translates the outcome.
+
+May import: ``service.common``, ``service.config``, ``service.engine.core``, ``service.meta``,
+``service.storage``, ``service.auth``, ``service.events`` (targets). Never HTTP.
+"""
