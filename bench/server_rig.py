@@ -111,7 +111,7 @@ def start_server(
 
 
 def _start(server: ServerProcess) -> None:
-    server.start()
+    server.start(timeout=120)  # a loaded machine starts slowly (argon2 at bootstrap)
     # /health answers once the writer serves; the supervisor forks the workers after it and
     # then prints its listening line (a single process prints it as it starts serving).
     deadline = time.monotonic() + 60
