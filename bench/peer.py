@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import time
-from types import TracebackType
 
 from bench.loadgen import HttpConnection
 
@@ -157,10 +156,5 @@ class SeaweedFS:
             process.kill()
             process.wait()
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

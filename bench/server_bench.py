@@ -292,24 +292,29 @@ def ranged_get(rig: Rig) -> list[Row]:
                 anchor_values=rates(runs["naive"]),
                 notes=load_notes({f"server {setting.name}": server, "naive": runs["naive"]}),
             ),
-            peer_row(
-                rig,
-                label,
-                rates(server),
-                "req/s",
-                rates_of(runs, "peer"),
-                notes=peer_notes(setting, server, runs),
-            ),
+            peer_rate_row(rig, setting, label, server, runs, "req/s"),
         ]
         rows += cpu_rows(setting, "random 64 KiB ranged GET", server, runs)
     return rows
 
 
-def peer_notes(setting: Setting, server: list[Measured], runs: dict[str, list[Measured]]) -> str:
-    """The CPU notes of our server beside the peer's load ``peer`` (empty without it)."""
-    if "peer" not in runs:
-        return ""
-    return load_notes({f"server {setting.name}": server, "SeaweedFS": runs["peer"]})
+def peer_rate_row(
+    rig: Rig,
+    setting: Setting,
+    label: str,
+    server: list[Measured],
+    runs: dict[str, list[Measured]],
+    unit: str,
+    name: str = "peer",
+    *,
+    fsync: bool = False,
+) -> Row:
+    """Our load's rate against the peer's load ``name`` of the same rounds, with both CPU
+    notes (a row saying why when the peer did not run)."""
+    notes = ""
+    if name in runs:
+        notes = load_notes({f"server {setting.name}": server, "SeaweedFS": runs[name]})
+    return peer_row(rig, label, rates(server), unit, rates_of(runs, name), fsync=fsync, notes=notes)
 
 
 def cpu_rows(
@@ -390,16 +395,8 @@ def small_put(rig: Rig) -> list[Row]:
                 anchor=f"raw write+fsync+rename+dir fsync, {connections} threads",
                 anchor_values=raw,
             ),
-            peer_row(
-                rig,
-                label,
-                rates(strict),
-                "objects/s",
-                rates_of(runs, "peer strict"),
-                fsync=True,
-                notes=peer_notes(setting, strict, {"peer": runs["peer strict"]})
-                if "peer strict" in runs
-                else "",
+            peer_rate_row(
+                rig, setting, label, strict, runs, "objects/s", "peer strict", fsync=True
             ),
         ]
     rows += balanced_put_rows(rig, runs)
@@ -484,16 +481,7 @@ def balanced_put_rows(
                 )
             )
             rows.append(
-                peer_row(
-                    rig,
-                    label,
-                    rates(server),
-                    "objects/s",
-                    rates_of(runs, "peer balanced"),
-                    notes=peer_notes(setting, server, {"peer": runs["peer balanced"]})
-                    if "peer balanced" in runs
-                    else "",
-                )
+                peer_rate_row(rig, setting, label, server, runs, "objects/s", "peer balanced")
             )
     return rows
 
@@ -561,16 +549,7 @@ def small_get_rows(rig: Rig, runs: dict[str, list[Measured]], cpus: str | None =
                     target=0.15,
                 )
             )
-            rows.append(
-                peer_row(
-                    rig,
-                    label,
-                    rates(server),
-                    "req/s",
-                    rates_of(runs, "peer"),
-                    notes=peer_notes(setting, server, runs),
-                )
-            )
+            rows.append(peer_rate_row(rig, setting, label, server, runs, "req/s"))
     return rows
 
 
