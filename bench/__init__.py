@@ -11,6 +11,11 @@ Tornado handler) measured in the same run, interleaved A B A B, and the ratio of
 is what a target is set on. See docs/benchmarks.md.
 
 Thread-safety: helpers for a single-threaded script; nothing here keeps state.
+
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``, ``service.config``,
+``service.meta``, ``service.auth``, ``service.storage``, ``service.index``,
+``service.engine``, ``service.media``, ``service.http``, ``service.procs``, ``service.client``,
+``tests``.
 """
 
 from __future__ import annotations

@@ -37,8 +37,10 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "upkeep": ("bench.upkeep_bench", "Upkeep (issue 17)"),
     "cli": ("bench.cli_bench", "Command line (issue 15)"),
     "media": ("bench.media_bench", "Media memory (issue 14)"),
+    "fleet": ("bench.fleet_bench", "Media fleet: packaging on Celery workers (issue 26)"),
     "index": ("bench.index_bench", "Index store: LMDB vs SQLite (issue 12)"),
     "scale": ("bench.scale_bench", "Scale: N objects, the index beside the in-memory design"),
+    "audit": ("bench.audit_bench", "Audit log: on beside off (issue 28)"),
 }
 RESULTS = os.path.join(REPO, "bench", "results", "latest.md")
 _HEADERS = {"met": "met?", "anchor_value": "anchor value"}

@@ -58,7 +58,7 @@ if str(REPO) not in sys.path:
 from service.auth import digest_secret, issue_token, presign_expires_at, presign_query  # noqa: E402
 from service.engine.key_usage import KeyUsage  # noqa: E402
 from service.http.authn import authenticate, presigned_principal  # noqa: E402
-from service.meta import MetaState, events  # noqa: E402
+from service.meta import MetaState, records  # noqa: E402
 from tests.serverproc import ServerProcess  # noqa: E402
 
 OBJECT_BYTES = 4096
@@ -144,10 +144,10 @@ def _direct_auth_us(cases: dict[str, tuple[str, dict[str, str]]]) -> dict[str, f
     state = MetaState()
     now_ms = int(time.time() * 1000) - 10_000
     for event in (
-        events.user_created(
+        records.user_created(
             user_id="u_bench", username="bench", password_hash="-", role="admin", at=now_ms
         ),
-        events.access_key_created(
+        records.access_key_created(
             access_key_id=key_id,
             user_id="u_bench",
             name="bench",

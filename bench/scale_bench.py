@@ -62,9 +62,10 @@ from bench import REPO, Profile, Row, scratch_dir
 from bench.loadgen import LoadSpec, basic_auth, run_load
 from service.config import Config
 from service.engine.core import Engine
+from service.engine.journaled import JournalCommitter, journaled_engine
 from service.http.bucket_handlers import encode_cursor
 from service.index.opening import INDEX_DIRNAME
-from service.meta import events
+from service.meta import legacy_bucket_id, records
 from tests.serverproc import ServerProcess
 
 SIZES = {"full": 1_000_000, "quick": 100_000, "smoke": 2_000}
@@ -100,11 +101,17 @@ async def _populate(data_dir: str, count: int) -> None:
     raised while it runs: the engine's commit path makes no garbage cycles worth tracing
     at every 700 allocations (the default), and the whole run is one short-lived process.
     """
-    engine = _engine(data_dir)
+    engine, journal = _engine(data_dir)
     await engine.start()
     await engine.commit(
-        events.bucket_created(
-            name=BUCKET, owner="u_bench", quota_bytes=None, versioning_enabled=False, tags={}, at=1
+        records.bucket_created(
+            name=BUCKET,
+            owner="u_bench",
+            quota_bytes=None,
+            versioning_enabled=False,
+            tags={},
+            at=1,
+            bucket_id=legacy_bucket_id(BUCKET, 1),  # any well-shaped identity will do
         )
     )
     numbers = iter(range(count))
@@ -112,7 +119,7 @@ async def _populate(data_dir: str, count: int) -> None:
     async def committer() -> None:
         for i in numbers:
             await engine.commit(
-                events.object_stored(
+                records.object_stored(
                     bucket=BUCKET,
                     key=object_key(i),
                     payload_id=f"{i:032x}",
@@ -133,11 +140,11 @@ async def _populate(data_dir: str, count: int) -> None:
         await asyncio.gather(*(committer() for _ in range(CONCURRENT_COMMITS)))
     finally:
         gc.set_threshold(*thresholds)
-    await engine.snapshot()  # as a server does every ``snapshot_every`` records
+    await journal.snapshot()  # as a server does every ``snapshot_every`` records
     await engine.stop()
 
 
-def _engine(data_dir: str) -> Engine:
+def _engine(data_dir: str) -> tuple[Engine, JournalCommitter]:
     """The populate's engine: balanced, no GC pass and no snapshot of its own accord."""
     config = Config(
         data_dir=data_dir,
@@ -146,15 +153,15 @@ def _engine(data_dir: str) -> Engine:
         snapshot_interval=1e9,
         snapshot_every=10**9,
     )
-    return Engine(config)
+    return journaled_engine(config)
 
 
 async def _snapshot(data_dir: str) -> None:
     """Write a journal snapshot of a populated data dir (one kept before populates took
     one), so that a rebuild of its index streams a snapshot of every object."""
-    engine = _engine(data_dir)
+    engine, journal = _engine(data_dir)
     await engine.start()
-    await engine.snapshot()
+    await journal.snapshot()
     await engine.stop()
 
 

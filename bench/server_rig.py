@@ -227,35 +227,45 @@ class Rig:
         extra: dict[str, Callable[[], float]] | None = None,
         cpus: str | None = None,
     ) -> dict[str, list[Measured]]:
-        """Run each load, interleaved and repeated, wrk under ``taskset -c cpus`` if given.
+        """``interleaved_loads`` with this run's profile."""
+        return interleaved_loads(self.profile, loads, extra, cpus)
 
-        ``extra`` cases (anchors that are not HTTP loads) take their turn in each round.
-        """
-        collected: dict[str, list[Measured]] = {name: [] for name in loads}
 
-        def case(name: str) -> Callable[[], float]:
-            spec, pid, metrics_dir = loads[name]
-            spec = replace(spec, cpus=cpus)
+def interleaved_loads(
+    profile: Profile,
+    loads: dict[str, Load],
+    extra: dict[str, Callable[[], float]] | None = None,
+    cpus: str | None = None,
+) -> dict[str, list[Measured]]:
+    """Run each load, interleaved and repeated, wrk under ``taskset -c cpus`` if given.
 
-            def measure() -> float:
-                counted = requests_per_process(metrics_dir) if metrics_dir else {}
-                before = cpu_seconds(pid)
-                result = run_load(spec, self.profile.load_tool)
-                used = cpu_seconds(pid) - before
-                split = {}
-                if metrics_dir:
-                    after = requests_per_process(metrics_dir)
-                    split = {each: after[each] - counted.get(each, 0) for each in after}
-                    split = {each: count for each, count in split.items() if count}
-                cpu = used / max(1, result.requests) * 1e6
-                collected[name].append(Measured(result, cpu, split))
-                return result.requests_per_second
+    ``extra`` cases (anchors that are not HTTP loads) take their turn in each round.
+    """
+    collected: dict[str, list[Measured]] = {name: [] for name in loads}
 
-            return measure
+    def case(name: str) -> Callable[[], float]:
+        spec, pid, metrics_dir = loads[name]
+        spec = replace(spec, cpus=cpus)
 
-        cases = {name: case(name) for name in loads}
-        interleave({**cases, **(extra or {})}, self.profile.repeats)
-        return collected
+        def measure() -> float:
+            counted = requests_per_process(metrics_dir) if metrics_dir else {}
+            before = cpu_seconds(pid)
+            result = run_load(spec, profile.load_tool)
+            used = cpu_seconds(pid) - before
+            split = {}
+            if metrics_dir:
+                after = requests_per_process(metrics_dir)
+                split = {each: after[each] - counted.get(each, 0) for each in after}
+                split = {each: count for each, count in split.items() if count}
+            cpu = used / max(1, result.requests) * 1e6
+            collected[name].append(Measured(result, cpu, split))
+            return result.requests_per_second
+
+        return measure
+
+    cases = {name: case(name) for name in loads}
+    interleave({**cases, **(extra or {})}, profile.repeats)
+    return collected
 
 
 @dataclass(frozen=True)

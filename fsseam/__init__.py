@@ -8,6 +8,8 @@ chosen call; ``crashpoints`` names the places a crash harness can stop the proce
 Both ``journal/`` and ``service/`` (storage, auth files, media scratch) use it, which is why
 it is a package of its own: ``journal`` stays free of ``service`` and the seam belongs to
 neither. It imports nothing of ours.
+
+May import: nothing of ours (docs/architecture.md, "Layers").
 """
 
 from fsseam.fs import FileSystem, RealFileSystem

@@ -195,26 +195,6 @@ class FileLock(Protocol):
     def release(self) -> None: ...
 
 
-def make_dirs_durably(fs: FileSystem, path: str) -> None:
-    """Create ``path`` and its missing parents, fsyncing each new entry into its parent.
-
-    Why: ``mkdir`` only changes the parent directory, which a power loss may forget; a data
-    directory whose own entry vanished takes every file in it along, however carefully
-    those files were synced.
-    """
-    missing = []
-    current = os.path.normpath(path)
-    while not fs.exists(current):
-        missing.append(current)
-        parent = os.path.dirname(current) or "."
-        if parent == current:
-            break
-        current = parent
-    fs.mkdir(path)
-    for created in reversed(missing):
-        fs.fsync_dir(os.path.dirname(created) or ".")  # the new entry, top down
-
-
 def pread(file: ReadableFile, offset: int, length: int) -> bytes:
     """``length`` bytes of ``file`` at ``offset`` (fewer at its end), leaving its position
     alone: several threads may read one descriptor at once. Blocking. Needs a descriptor

@@ -7,6 +7,8 @@ fsyncs), ``journal`` (the public ``Journal`` with group commit). The byte format
 ``docs/journal-format.md``.
 
 Thread-safety: see each module; ``Journal`` is used from one event loop.
+
+May import (docs/architecture.md, "Layers"): ``fsseam``.
 """
 
 from fsseam.fs import FileSystem, RealFileSystem

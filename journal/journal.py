@@ -76,6 +76,11 @@ class Journal:
     batch_observer: Callable[[int, float], None] | None
     """Called on the loop thread after each group commit with (records, seconds the write
     and fsync took), for metrics. It must not raise."""
+    retain_from: Callable[[], int] | None
+    """The lowest sequence a reader of the log still needs (a shipper reading it back with
+    ``journal.tail``, like a Postgres replication slot): a segment holding it or any later
+    record is kept when a snapshot would otherwise remove it. Called on the journal's
+    thread; it must be cheap and thread-safe (read an int)."""
     batch_listener: Callable[[int], None] | None
     """Called on the loop thread once ``listener`` has seen every record of a group commit,
     with the batch's last sequence, before any of its appends resumes: a state kept in a
@@ -93,6 +98,7 @@ class Journal:
         self.listener = None
         self.batch_observer = None
         self.batch_listener = None
+        self.retain_from = None
         self._directory = directory
         self._options = options
         self._fs = fs
@@ -335,8 +341,11 @@ class Journal:
                     kept += self._fs.stat(path).size
                 else:
                     self._fs.unlink(path)
-            if previous:
-                removed = self._writer.remove_covered(previous)
+            through = previous
+            if self.retain_from is not None:
+                through = min(through, self.retain_from() - 1)
+            if through > 0:
+                removed = self._writer.remove_covered(through)
                 if removed:
                     logger.info("removed %d covered segments", len(removed))
         except Exception as exc:  # leftovers are harmless; the next snapshot retries

@@ -28,7 +28,8 @@ import time
 from dataclasses import dataclass
 
 from fsseam import crashpoints
-from fsseam.fs import FileSystem, make_dirs_durably
+from fsseam.durable import make_dirs_durably
+from fsseam.fs import FileSystem
 from journal.errors import JournalCorruptionError
 from journal.model import JournalOptions
 from journal.segment import (

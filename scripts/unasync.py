@@ -26,9 +26,11 @@ CLIENT = ROOT / "service" / "client"
 FILES = [
     ("_async_client.py", "_client.py"),
     ("_async_bucket.py", "_bucket.py"),
+    ("_async_multipart.py", "_multipart.py"),
     ("_async_events.py", "_events.py"),
     ("_async_stream.py", "_stream.py"),
     ("_async_io.py", "_sync_io.py"),
+    ("_async_lock.py", "_lock.py"),
 ]
 
 #: Applied in order. Names first (the specific before ``Async\w+``), then keywords.
@@ -37,8 +39,10 @@ SUBS = [
     (r"_async_io\b", "_sync_io"),
     (r"_async_stream\b", "_stream"),
     (r"_async_bucket\b", "_bucket"),
+    (r"_async_multipart\b", "_multipart"),
     (r"_async_events\b", "_events"),
     (r"_async_client\b", "_client"),
+    (r"_async_lock\b", "_lock"),
     (r"_async_concurrency\b", "_sync_concurrency"),
     (r"\basync_content\b", "sync_content"),
     (r"\bAsync(?!IterBody\b)([A-Z]\w+)", r"\1"),  # AsyncIterBody names the body type itself

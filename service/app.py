@@ -13,8 +13,10 @@ import tornado.routing
 import tornado.web
 from tornado.httputil import HTTPMessageDelegate
 
+from service.common.wire import API_PREFIX
 from service.context import AppContext
-from service.http.base import ApiHandler, NotFoundHandler
+from service.http.audit_handlers import AuditHandler, AuditVerifyHandler
+from service.http.base import ApiHandler, Home, NotFoundHandler
 from service.http.batch_handlers import BatchHandler
 from service.http.bucket_handlers import (
     BucketHandler,
@@ -24,6 +26,14 @@ from service.http.bucket_handlers import (
 )
 from service.http.console import ConsoleFileHandler, ConsoleRedirectHandler
 from service.http.event_handlers import BucketEventsHandler
+from service.http.fleet_handlers import (
+    ClaimHandler,
+    CompleteHandler,
+    FailHandler,
+    HeartbeatHandler,
+    OutputsHandler,
+    WorkersHandler,
+)
 from service.http.h1_exchange import H1Exchange
 from service.http.health import HealthHandler
 from service.http.identity import (
@@ -36,6 +46,7 @@ from service.http.identity import (
 )
 from service.http.image_handlers import ImageHandler, ImageOptimizeHandler
 from service.http.lifecycle_handlers import BucketLifecycleHandler, LifecycleRunHandler
+from service.http.lock_handlers import LegalHoldHandler, RetentionHandler
 from service.http.multipart_handlers import (
     MultipartCompleteHandler,
     MultipartInitHandler,
@@ -49,6 +60,7 @@ from service.http.object_reads import ObjectReadRouter, direct_reads, resolve_ob
 from service.http.openapi_handlers import DocsHandler, OpenApiHandler
 from service.http.preflight import ROUTE as PREFLIGHT_ROUTE
 from service.http.preflight import PreflightRouter
+from service.http.replication_handlers import ReplicationHandler
 from service.http.scrub_handlers import ScrubHandler
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
 from service.http.videos import (
@@ -61,12 +73,17 @@ from service.http.videos import (
     ThumbnailHandler,
     resolve_playback_read,
 )
+from service.procs.forward import forwarded_route
 
 BUCKET = r"(?P<bucket>[^/]+)"
 KEY = r"(?P<key>.*)"
 UPLOAD = r"(?P<upload_id>[^/]+)"
-API = "/api/v1"
+API = API_PREFIX
 OBJECT = rf"{API}/buckets/{BUCKET}/objects/{KEY}"
+RETENTION = rf"{API}/buckets/{BUCKET}/objects/(?P<key>.+)/retention"
+LEGAL_HOLD = rf"{API}/buckets/{BUCKET}/objects/(?P<key>.+)/legal-hold"
+OBJECT_READ = rf"{API}/buckets/{BUCKET}/objects/(?P<key>(?!.*/(?:retention|legal-hold)$).*)"
+"""The object path but for its lock routes (matched on the raw path: ``%2F`` is no ``/``)."""
 PLAY = rf"{API}/videos/play/(?P<token>[^/]+)/(?P<path>.*)"
 
 
@@ -77,6 +94,8 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets", BucketsHandler),
         (rf"{API}/buckets/{BUCKET}", BucketHandler),
         (rf"{API}/buckets/{BUCKET}/objects", ObjectListHandler),
+        (RETENTION, RetentionHandler),
+        (LEGAL_HOLD, LegalHoldHandler),
         (OBJECT, ObjectHandler),
         (rf"{API}/buckets/{BUCKET}/versions", VersionListHandler),
         (rf"{API}/buckets/{BUCKET}/batch", BatchHandler),
@@ -99,6 +118,12 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/videos/thumbnails", ThumbnailHandler),
         (rf"{API}/videos/jobs", JobsHandler),
         (rf"{API}/videos/jobs/(?P<job_id>[^/]+)", JobHandler),
+        (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/claim", ClaimHandler),
+        (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/heartbeat", HeartbeatHandler),
+        (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/complete", CompleteHandler),
+        (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/fail", FailHandler),
+        (rf"{API}/videos/jobs/(?P<job_id>[^/]+)/outputs", OutputsHandler),
+        (rf"{API}/videos/workers", WorkersHandler),
         (rf"{API}/videos/shares", SharesHandler),
         (rf"{API}/videos/shares/(?P<share_id>[^/]+)", ShareHandler),
         (PLAY, PlayOtherMethodsHandler),
@@ -107,6 +132,9 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets/{BUCKET}/events", BucketEventsHandler),
         (rf"{API}/buckets/{BUCKET}/notifications", BucketNotificationsHandler),
         (rf"{API}/system/scrub", ScrubHandler),
+        (rf"{API}/replication", ReplicationHandler),
+        (rf"{API}/system/audit", AuditHandler),
+        (rf"{API}/system/audit/verify", AuditVerifyHandler),
         (r"/", ConsoleRedirectHandler),
         (r"/console", ConsoleRedirectHandler),
         (r"/console/(?P<path>.*)", ConsoleFileHandler),
@@ -115,16 +143,24 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
     ]
 
 
+def routes_at(home: Home) -> list[tuple[str, type[ApiHandler]]]:
+    """The routes whose answer lives at ``home`` (``ApiHandler.home``): those a worker
+    forwards to the writer are ``routes_at(Home.JOURNAL)``."""
+    return [(pattern, handler) for pattern, handler in handler_table() if handler.home is home]
+
+
 def route_names() -> list[str]:
-    """The route templates used as metric labels."""
-    return [handler.route_name for _, handler in handler_table()] + [
+    """The route templates used as metric labels (a worker's forwarded ones included)."""
+    return [
+        *(handler.route_name for _, handler in handler_table()),
+        *(forwarded_route(handler.route_name) for _, handler in routes_at(Home.JOURNAL)),
         NotFoundHandler.route_name,
         PREFLIGHT_ROUTE,
     ]
 
 
 def object_read_router(ctx: AppContext) -> ObjectReadRouter:
-    """GET and HEAD of ``OBJECT``: the ``ObjectRead`` router of that route."""
+    """GET and HEAD of ``OBJECT_READ``: the ``ObjectRead`` router of that route."""
     return ObjectReadRouter(
         ctx,
         ObjectHandler.route_name,
@@ -138,7 +174,7 @@ def direct_object_reads(
 ) -> Callable[[H1Exchange], HTTPMessageDelegate | None]:
     """The connection's shortcut to object GET and HEAD (``object_reads.direct_reads``):
     the same answer as through the application, without its routing."""
-    return direct_reads(object_read_router(ctx), OBJECT, before)
+    return direct_reads(object_read_router(ctx), OBJECT_READ, before)
 
 
 def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:
@@ -146,7 +182,7 @@ def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:
     ``RequestHandler`` (``service.http.object_reads``); other methods fall through to the
     handler of the same pattern in ``handler_table``."""
     return [
-        tornado.routing.Rule(tornado.routing.PathMatches(OBJECT), object_read_router(ctx)),
+        tornado.routing.Rule(tornado.routing.PathMatches(OBJECT_READ), object_read_router(ctx)),
         tornado.routing.Rule(
             tornado.routing.PathMatches(PLAY),
             ObjectReadRouter(

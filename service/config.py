@@ -22,9 +22,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, fields
 from functools import cache
-from typing import Any, Literal, NoReturn, cast
+from typing import Any, NoReturn, cast
 
-Durability = Literal["strict", "balanced"]
+from journal.model import Durability
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -56,12 +56,18 @@ class Config:
     metrics_public: bool = False
     """Serve GET /api/v1/metrics without credentials."""
     max_concurrent_uploads: int = 64
-    """Request bodies streamed at once by each serving process; beyond it a PUT gets 503 with
-    Retry-After."""
+    """Request bodies streamed at once by each serving process; beyond it a PUT waits for a
+    slot (SERVICE_QUEUE_WAIT), then gets 503 with Retry-After."""
     max_uploads_per_user: int = 16
-    """Request bodies one user (all its keys, tokens and presigned URLs) streams at once;
-    beyond it that user's PUT gets 503 with Retry-After, so slow uploads of one user never
-    hold every slot."""
+    """Request bodies one user (all its keys, tokens and presigned URLs) streams at once in
+    each serving process; beyond it that user's PUT waits for a slot (SERVICE_QUEUE_WAIT), then
+    gets 429 with Retry-After, so slow uploads of one user never hold every slot."""
+    queue_wait: float = 10.0
+    """Seconds a request over a per-user cap (uploads, event streams) waits for a slot
+    before it is answered 429 TooManyRequests."""
+    max_streams_per_user: int = 16
+    """Event streams one user may have open at once, over the whole service; one more waits
+    (SERVICE_QUEUE_WAIT), then gets 429."""
     max_object_bytes: int = 5 * 1024 * 1024 * MIB
     """Largest single PUT body (5 TiB)."""
     idle_timeout: float = 60.0
@@ -110,8 +116,17 @@ class Config:
     """First start only: the root secret key (``sk_...``); generated when unset."""
     admin_password: str | None = None
     """First start only: the password of user ``admin``; generated when unset."""
+    archive: str | None = None
+    """Continuous archive target: a directory (local or mounted) or ``rclone:REMOTE:PATH``;
+    every payload, journal record and snapshot is shipped there as it commits (see
+    docs/replication.md). Empty: no archive."""
+    archive_retention_days: float = 7.0
+    """Days of history the archive keeps restorable (fractions allowed)."""
     crash_point: str | None = None
     """Test-only: ``name`` or ``name:N`` makes the process SIGKILL itself at the Nth hit."""
+    clock_offset: float = 0.0
+    """Test-only: seconds added to the clock events are stamped with (a server whose clock is
+    ahead, or, started after one that was, behind: the object lock's clock rule)."""
     lifecycle_interval: float = 3600.0
     """Seconds between background passes applying the buckets' lifecycle rules."""
     lifecycle_pass_pause: float = 0.005
@@ -122,6 +137,8 @@ class Config:
     """...and at least this many of the newest (docs/events.md)."""
     events_segment_events: int = 10_000
     """Events per file of the event log (retention drops whole files)."""
+    events_recent: int = 10_000
+    """Test-only: the newest object events kept in memory (older ones are read from files)."""
     webhook_timeout: float = 10.0
     """Seconds one webhook delivery may take before it counts as failed."""
     webhook_max_backoff: float = 3600.0
@@ -135,6 +152,24 @@ class Config:
     """One full scrub pass (re-read and verify every payload) per this many days."""
     scrub_rate_mbps: float = 50.0
     """Scrub pace in megabytes (10^6 bytes) per second."""
+    audit: bool = True
+    """Keep the audit log: one hash-chained record per request that reached authorisation
+    (docs/security.md, "Audit log"). 0 keeps none (for measurements; not for production)."""
+    audit_reads: bool = False
+    """Record reads (GET, HEAD, lists) in the audit log too; writes, admin actions and refusals
+    are always recorded."""
+    audit_retention_days: float = 90.0
+    """Days audit records are kept; older segments are removed, leaving a signed starting point
+    (fractions allowed)."""
+    audit_segment_bytes: int = 16 * MIB
+    """Size at which the audit log starts a new segment file (retention removes whole files)."""
+    media_queue: str | None = None
+    """Run video packaging jobs on a fleet of media workers through this Redis
+    (``redis://host:port/db``; see docs/media.md, Running media workers); unset: in the
+    server's own worker processes."""
+    media_lease: float = 60.0
+    """Seconds a fleet worker holds a job without a heartbeat; a worker that dies or stalls
+    loses the job after this and it is sent again."""
 
     @property
     def journal_dir(self) -> str:
@@ -180,19 +215,30 @@ RULES: Mapping[str, Rule] = {
     "log_level": Rule(choices=("debug", "info", "warning", "error")),
     "max_concurrent_uploads": Rule(minimum=1),
     "max_uploads_per_user": Rule(minimum=1),
+    "queue_wait": Rule(maximum=3600),
+    "max_streams_per_user": Rule(minimum=1),
     "max_header_bytes": Rule(minimum=1024),
     "snapshot_every": Rule(minimum=1),
     "journal_segment_bytes": Rule(minimum=4096),
+    "audit_retention_days": Rule(minimum=0.0001, maximum=36500),
+    "audit_segment_bytes": Rule(minimum=1024),
     "health_min_free_fraction": Rule(maximum=1),
     "image_max_pixels": Rule(minimum=1),
     "image_memory_budget": Rule(minimum=1),
     "image_workers": Rule(maximum=256),
     "max_concurrent_video_jobs": Rule(minimum=1),
     "crash_point": Rule(test_only=True),
+    "events_recent": Rule(test_only=True),
+    "clock_offset": Rule(test_only=True),
     "cors_origins": Rule(
         allowed="comma-separated origins (scheme://host[:port]) or *",
-        validator="service.http.cors:CorsPolicy.parse",
+        validator="service.limits.cors:CorsPolicy.parse",
     ),
+    "media_queue": Rule(
+        allowed="a redis:// or rediss:// URL (host, port, database number)",
+        validator="service.media.fleet_queue:parse_queue_url",
+    ),
+    "media_lease": Rule(minimum=1, maximum=86400),
     "webhook_allowed_networks": Rule(
         allowed="comma-separated CIDR networks or addresses (10.0.0.0/8,::1), or *",
         validator="service.events.targets:TargetPolicy.parse",

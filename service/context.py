@@ -1,4 +1,4 @@
-"""What every handler shares: configuration, engine, observability, secrets, limits.
+"""What every handler shares: configuration, engine, uploads, observability, secrets, limits.
 
 One ``AppContext`` per server, handed to handlers through Tornado's ``initialize`` (route
 keyword arguments), never through globals.
@@ -15,20 +15,25 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
+from service.archive.shipper import Archiver
+from service.audit.log import AuditLog
+from service.audit.trail import AuditTrail
 from service.auth import LoginThrottle
 from service.config import Config
 from service.engine.core import Engine
-from service.events.webhooks import WebhookDispatcher
-from service.http.caps import Reservations
-from service.http.cors import CorsPolicy
-from service.http.open_streams import OpenStreams
+from service.limits.caps import Reservations
+from service.limits.cors import CorsPolicy
+from service.limits.fair_slots import FairSlots
+from service.limits.open_streams import OpenStreams
 from service.limits.upload_slots import UploadSlots
 from service.media.image_variants import ImageVariants
-from service.media.video_runner import VideoJobRunner
+from service.media.runners import make_job_runner
 from service.media.video_thumbnail import ThumbnailMaker
-from service.observability import Metrics, PerformanceRecorder, log_access
+from service.multipart.uploads import Uploads
+from service.observability import FinishedRequest, Metrics, PerformanceRecorder, log_access
 from service.upkeep.lifecycle import LifecycleRunner
 from service.upkeep.scrub import Scrubber
+from service.upkeep.webhooks import WebhookDispatcher
 
 log = logging.getLogger("service")
 
@@ -43,9 +48,12 @@ class AppContext:
         metrics: Metrics,
         performance: PerformanceRecorder,
         server_secret: bytes,
+        uploads: Uploads,
     ) -> None:
         self.config = config
         self.engine = engine
+        self.uploads = uploads
+        """This process's multipart uploads (``service.multipart.uploads``)."""
         self.metrics = metrics
         self.performance = performance
         self.server_secret = server_secret
@@ -53,13 +61,13 @@ class AppContext:
         self.reservations = Reservations()
         """Creations in flight, so per-user caps and usernames hold under concurrency."""
         self.cors = CorsPolicy.parse(config.cors_origins)
-        """Which origins may call the API from a browser (``service.http.cors``)."""
+        """Which origins may call the API from a browser (``service.limits.cors``)."""
         self.started_at = time.time()
         self.requests_in_flight: set[object] = set()
         """Requests begun and not yet finished, handlers or object reads (a graceful stop
         waits for them)."""
         self.streams = OpenStreams()
-        """Event streams open now (a graceful stop ends them, ``service.http.open_streams``)."""
+        """Event streams open now (a graceful stop ends them, ``service.limits.open_streams``)."""
         self.uploads_in_flight = UploadSlots(
             capacity=config.max_concurrent_uploads,
             per_user=config.max_uploads_per_user,
@@ -68,6 +76,11 @@ class AppContext:
             on_cut=metrics.observe_upload_cut,
         )
         """Bodies streaming now, their owners and rates (``service.limits.upload_slots``)."""
+        self.stream_slots = FairSlots(
+            per_user=config.max_streams_per_user, noun="event streams open"
+        )
+        """Event streams open now, per user (only the writer serves streams: a worker
+        forwards them, so this cap holds for the whole service)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self.images = ImageVariants(
             engine,
@@ -78,21 +91,26 @@ class AppContext:
             on_render=metrics.observe_image_render,
         )
         """Image variants and their cache (shared by the image handlers)."""
-        self.video_jobs = VideoJobRunner(
-            engine,
-            max_jobs=config.max_concurrent_video_jobs,
-            max_pixels=config.image_max_pixels,
-        )
-        """Runs video packaging jobs; started and stopped by ``service.server``."""
+        self.video_jobs = make_job_runner(config, engine, server_secret, uploads)
+        """Runs video packaging jobs, embedded or on a fleet (``service.media.runners``);
+        started and stopped by ``service.server``."""
         self.video_thumbnails = ThumbnailMaker(
             engine, max_pixels=config.image_max_pixels, concurrency=os.cpu_count() or 1
         )
-        self.lifecycle = LifecycleRunner(engine, config.lifecycle_pass_pause)
+        self.lifecycle = LifecycleRunner(uploads, config.lifecycle_pass_pause)
         """Applies the buckets' lifecycle rules (``service.upkeep.lifecycle``)."""
         self.webhooks = WebhookDispatcher(engine, config)
         """Delivers object events to the buckets' webhooks; started by ``service.server``."""
         self.scrub = Scrubber(engine, config)
         """Re-reads stored payloads in the background (``service.upkeep.scrub``)."""
+        self.audit = AuditTrail.disabled()
+        """Which answered requests are recorded and where (``service.audit.trail``); set by
+        ``service.server``."""
+        self.audit_log: AuditLog | None = None
+        """The audit log itself, in the process that keeps it (``service.audit.log``)."""
+        self.archiver: Archiver | None = None
+        """The continuous archive, on the process that owns the journal when
+        ``SERVICE_ARCHIVE`` is set (``service.roles.journal_owner``)."""
 
     async def wait_for_requests(self, timeout: float) -> bool:
         """Wait until no request is in flight; False if ``timeout`` seconds pass first."""
@@ -118,41 +136,17 @@ class AppContext:
     ) -> None:
         """Count and log a request the connection refused before any route saw it."""
         self.observe_request(
-            request_id=request_id,
-            route="unmatched",
-            method="-",
-            status=status,
-            started_at=time.perf_counter(),
-            bytes_in=0,
-            bytes_out=bytes_out,
-            credential=None,
-            remote=remote,
+            FinishedRequest(request_id, "-", "unmatched", status, 0, bytes_out, 0.0, None, remote)
         )
 
-    def observe_request(
-        self,
-        *,
-        request_id: str,
-        route: str,
-        method: str,
-        status: int,
-        started_at: float,
-        bytes_in: int,
-        bytes_out: int,
-        credential: str | None,
-        remote: str | None,
-    ) -> None:
-        """Count and log one finished request (``started_at`` from ``time.perf_counter``)."""
-        duration = time.perf_counter() - started_at
-        self.metrics.observe_request(route, method, status, duration, bytes_in, bytes_out)
-        log_access(
-            request_id=request_id,
-            method=method,
-            route=route,
-            status=status,
-            bytes_in=bytes_in,
-            bytes_out=bytes_out,
-            duration_s=duration,
-            credential=credential,
-            remote=remote,
+    def observe_request(self, finished: FinishedRequest) -> None:
+        """Count and log one finished request."""
+        self.metrics.observe_request(
+            finished.route,
+            finished.method,
+            finished.status,
+            finished.duration_s,
+            finished.bytes_in,
+            finished.bytes_out,
         )
+        log_access(finished)

@@ -33,7 +33,8 @@ import socket
 
 import tornado.netutil
 
-from fsseam.fs import FileLock, FileSystem, make_dirs_durably
+from fsseam.durable import make_dirs_durably
+from fsseam.fs import FileLock, FileSystem
 from service.config import Config
 
 LOCK_FILENAME = "LOCK"

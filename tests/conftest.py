@@ -1,4 +1,5 @@
-"""Shared fixtures (real server processes on free loopback ports) and the crash report.
+"""Shared fixtures (real server processes on free loopback ports), the crash report, and the
+check that no process the tests started outlives the session (``tests.process_leaks``).
 
 The crash suite's tests attach counts with ``record_property`` (``crash_states``,
 ``acknowledged_checked``, ``acknowledged_lost``, ``kill_cycles``); the terminal-summary hook
@@ -9,16 +10,21 @@ loaded by the process that prints the summary.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests import process_leaks
 from tests.serverproc import ServerProcess
 
 _names = itertools.count()
+_processes = process_leaks.Tracker()
 
 COUNTED = ("crash_states", "kill_cycles", "acknowledged_checked", "acknowledged_lost")
 INDEX_FATES = ("index_lost", "index_torn", "index_stale", "index_current", "index_ahead")
@@ -50,6 +56,32 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(
             "crash suite, the index at restart: "
             + ", ".join(f"{value} {name[len('index_') :]}" for name, value in fates.items())
+        )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _processes.install()  # in each xdist worker too: each checks what its own tests started
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _processes.test_starts(item.nodeid)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_behind() -> Iterator[None]:
+    """Fails the session (at its last teardown, after every other session fixture) if a
+    process the tests started is still alive, naming each; then kills them."""
+    yield
+    survivors = _processes.survivors()
+    for pid in survivors:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    if survivors:
+        pytest.fail(
+            f"{len(survivors)} processes the tests started outlived the session:\n"
+            + "\n".join(survivors.values()),
+            pytrace=False,
         )
 
 

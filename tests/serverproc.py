@@ -64,6 +64,9 @@ class ServerProcess:
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
     starts: int = 0
+    start_exit: int | None = None
+    """After a start that failed: the code its process exited with by itself (a crash point's
+    SIGKILL is -9); None if it was still running when the start gave up and killed it."""
 
     @property
     def url(self) -> str:
@@ -103,7 +106,13 @@ class ServerProcess:
         env.update(self.env_overrides)
         return env
 
-    def start(self, timeout: float = 30.0, extra_env: Mapping[str, str] | None = None) -> None:
+    def start(self, timeout: float = 120.0, extra_env: Mapping[str, str] | None = None) -> None:
+        """Start the server and wait until ``/health`` answers.
+
+        ``timeout`` is a limit for a start that hangs, not a speed check: a start costs ~1.5 CPU
+        seconds, and on a machine whose load is 20-30 that took over 30 s of wall time. A start
+        that fails is seen at once (the process exits), whatever the limit.
+        """
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-server-{self.starts}.log"
@@ -118,7 +127,14 @@ class ServerProcess:
             cwd=str(REPO_ROOT),
         )
         log_file.close()
-        self.wait_ready(timeout)
+        self.start_exit = None
+        try:
+            self.wait_ready(timeout)
+        except BaseException:
+            # How the process ended by itself (None: it was still running, and is killed).
+            self.start_exit = self.process.poll() if self.process is not None else None
+            self.kill()  # a start that failed leaves no process behind
+            raise
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -1,9 +1,15 @@
-"""Unit tests of ``service.limits.upload_slots``: per-user and total caps, stall and rate."""
+"""Unit tests of ``service.limits.upload_slots``: per-user and total caps, stall and rate.
+
+The waiting and its fairness are ``service.limits.fair_slots``'s (``tests/test_fair_slots.py``);
+here a wait of 0 s shows which cap refuses.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
+from service.limits.fair_slots import SlotsFull
 from service.limits.upload_slots import UploadSlots
 
 
@@ -30,32 +36,55 @@ def slots(clock: Clock, **overrides: int) -> UploadSlots:
     return UploadSlots(idle_timeout=10.0, clock=clock, **settings)
 
 
+def take(pool: UploadSlots, holder: Holder, owner: str) -> SlotsFull | None:
+    """Acquire without waiting: None, or the refusal."""
+
+    async def attempt() -> None:
+        await pool.acquire(holder, owner, 0)
+
+    try:
+        asyncio.run(attempt())
+    except SlotsFull as full:
+        return full
+    return None
+
+
 def test_a_user_past_its_share_is_refused_while_others_get_slots() -> None:
     pool = slots(Clock())
     a1, a2, a3, b1 = (Holder(name) for name in ("a1", "a2", "a3", "b1"))
-    assert pool.acquire(a1, "alice") is None
-    assert pool.acquire(a2, "alice") is None
-    assert "this user" in (pool.acquire(a3, "alice") or "")
-    assert pool.acquire(b1, "bob") is None
-    assert len(pool) == 3 and pool.held_by("alice") == 2
+    assert take(pool, a1, "alice") is None
+    assert take(pool, a2, "alice") is None
+    refused = take(pool, a3, "alice")
+    assert refused is not None and refused.own_cap and "this user" in str(refused)
+    assert take(pool, b1, "bob") is None
+    assert len(pool) == 3 and pool.held_by("alice") == 2 and pool.waiting() == 0
     pool.release(a1)
     pool.release(a1)  # twice is harmless
     assert pool.held_by("alice") == 1
-    assert pool.acquire(a3, "alice") is None
+    assert take(pool, a3, "alice") is None
+    assert take(pool, a3, "alice") is None  # a holder holds one slot, however often it asks
+    assert pool.held_by("alice") == 2
 
 
 def test_the_total_cap_applies_to_everyone() -> None:
     pool = slots(Clock(), capacity=2, per_user=2)
-    assert pool.acquire(Holder("a"), "alice") is None
-    assert pool.acquire(Holder("b"), "bob") is None
-    assert "too many uploads" in (pool.acquire(Holder("c"), "carol") or "")
+    assert take(pool, Holder("a"), "alice") is None
+    assert take(pool, Holder("b"), "bob") is None
+    refused = take(pool, Holder("c"), "carol")
+    assert refused is not None and not refused.own_cap and "the server" in str(refused)
+
+
+def pool_with(clock: Clock, *pairs: tuple[Holder, str], **overrides: int) -> UploadSlots:
+    pool = slots(clock, **overrides)
+    for holder, owner in pairs:
+        assert take(pool, holder, owner) is None
+    return pool
 
 
 def test_a_silent_upload_is_cut_after_the_idle_timeout() -> None:
     clock = Clock()
-    pool = slots(clock)
     holder = Holder("r1")
-    pool.acquire(holder, "alice")
+    pool = pool_with(clock, (holder, "alice"))
     clock.now += 9.9
     pool.cut_stalled()
     assert not holder.closed
@@ -66,10 +95,8 @@ def test_a_silent_upload_is_cut_after_the_idle_timeout() -> None:
 
 def test_a_drip_below_the_rate_is_cut_at_the_end_of_its_window() -> None:
     clock = Clock()
-    pool = slots(clock)
     drip, fast = Holder("drip"), Holder("fast")
-    pool.acquire(drip, "alice")
-    pool.acquire(fast, "bob")
+    pool = pool_with(clock, (drip, "alice"), (fast, "bob"))
     for second in range(1, 11):
         clock.now += 1
         pool.delivered(drip, 10 * second)  # 10 B/s, never silent
@@ -81,9 +108,8 @@ def test_a_drip_below_the_rate_is_cut_at_the_end_of_its_window() -> None:
 
 def test_a_fast_start_does_not_buy_a_slow_finish() -> None:
     clock = Clock()
-    pool = slots(clock)
     holder = Holder("r")
-    pool.acquire(holder, "alice")
+    pool = pool_with(clock, (holder, "alice"))
     clock.now += 1
     pool.delivered(holder, 10_000_000)
     clock.now += 9
@@ -98,9 +124,8 @@ def test_a_fast_start_does_not_buy_a_slow_finish() -> None:
 
 def test_zero_minimum_rate_only_cuts_silence() -> None:
     clock = Clock()
-    pool = slots(clock, min_body_rate=0)
     holder = Holder("r")
-    pool.acquire(holder, "alice")
+    pool = pool_with(clock, (holder, "alice"), min_body_rate=0)
     for second in range(1, 30):
         clock.now += 1
         pool.delivered(holder, second)

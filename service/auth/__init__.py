@@ -15,6 +15,8 @@ API is re-exported here; the modules behind it each hold one job:
 - ``errors``: the error tree, bound to the contract's codes.
 
 See docs/security.md for the threat model these serve.
+
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``service.common``.
 """
 
 from service.auth.auth_errors import (

@@ -13,11 +13,16 @@ The rules:
   shares, presigning) only in buckets it owns.
 - ``user`` may read and change only itself among users, and not its own ``role`` or
   ``status``; it may list, create, change and delete only its own access keys.
-- Only ``admin`` may list, create or delete users, or read system info, performance and
-  metrics.
+- Only ``admin`` may list, create or delete users, read system info, performance and
+  metrics, or read the audit log; only an admin's request may bypass a governance retention
+  (``service.http.lock_handlers``).
 - The credential narrows this further: a presigned request (``via="presign"``) may only read
   or write an object (the signature has already tied it to one object and method), and a
   share token (``via="share"``) may only play a shared video, which nothing else may.
+- A media fleet job token (``via="job"``) carries a ``JobGrant``: it may only read its job's
+  source object and open multipart uploads (and send their parts) under its job's output
+  prefix, in its job's bucket, whoever owns it; ``authorize_key`` checks the key, which
+  the actions here do not see.
 
 Thread-safety: pure, immutable data; safe from any thread.
 """
@@ -32,7 +37,16 @@ from typing import Literal
 from service.auth.auth_errors import AccessDeniedError
 
 Role = Literal["admin", "user"]
-Via = Literal["access_key", "token", "presign", "share"]
+Via = Literal["access_key", "token", "presign", "share", "job"]
+
+
+@dataclass(frozen=True, slots=True)
+class JobGrant:
+    """What a fleet job token reaches: one bucket, one source key, one key prefix."""
+
+    bucket: str
+    source_key: str
+    prefix: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +57,11 @@ class Principal:
     username: str
     role: Role
     credential_id: str
-    """Access key id, token subject, presign ``X-Credential`` or share id (for the logs)."""
+    """Access key id, token subject, presign ``X-Credential``, share id or job attempt (for
+    the logs)."""
     via: Via
+    grant: JobGrant | None = None
+    """For ``via="job"`` only: the objects the token reaches."""
 
 
 class Scope(enum.Enum):
@@ -99,6 +116,8 @@ class Action(enum.Enum):
     VIDEO_SHARE_CREATE = "video_share:create"
     VIDEO_SHARE_DELETE = "video_share:delete"
     VIDEO_SHARE_PLAY = "video_share:play"
+    VIDEO_WORKER_LIST = "video_worker:list"
+    """The media fleet's workers (admin)."""
     USER_LIST = "user:list"
     USER_CREATE = "user:create"
     USER_READ = "user:read"
@@ -115,6 +134,12 @@ class Action(enum.Enum):
     METRICS_READ = "metrics:read"
     SYSTEM_MAINTENANCE = "system:maintenance"
     """Running background work now: a lifecycle pass, a scrub."""
+    OBJECT_LOCK_READ = "object_lock:read"
+    """Reading a version's retention or legal hold."""
+    OBJECT_LOCK_WRITE = "object_lock:write"
+    """Setting a version's retention or legal hold (a governance bypass: admins only)."""
+    AUDIT_READ = "audit:read"
+    """Reading and verifying the audit log."""
 
     @property
     def scope(self) -> Scope:
@@ -152,9 +177,12 @@ _RULES: dict[Action, tuple[Scope, _Rule]] = {
             Action.VIDEO_JOB_CANCEL,
             Action.VIDEO_SHARE_CREATE,
             Action.VIDEO_SHARE_DELETE,
+            Action.OBJECT_LOCK_READ,
+            Action.OBJECT_LOCK_WRITE,
         )
     },
     Action.VIDEO_SHARE_PLAY: (_SERVICE, _Rule.SHARE_HOLDER),
+    Action.VIDEO_WORKER_LIST: (_SERVICE, _Rule.ADMIN_ONLY),
     Action.USER_LIST: (_SERVICE, _Rule.ADMIN_ONLY),
     Action.USER_CREATE: (_SERVICE, _Rule.ADMIN_ONLY),
     Action.USER_READ: (_USER, _Rule.SELF),
@@ -169,10 +197,15 @@ _RULES: dict[Action, tuple[Scope, _Rule]] = {
     Action.SYSTEM_PERFORMANCE: (_SERVICE, _Rule.ADMIN_ONLY),
     Action.METRICS_READ: (_SERVICE, _Rule.ADMIN_ONLY),
     Action.SYSTEM_MAINTENANCE: (_SERVICE, _Rule.ADMIN_ONLY),
+    Action.AUDIT_READ: (_SERVICE, _Rule.ADMIN_ONLY),
 }
 
 _PRESIGN_ACTIONS = frozenset({Action.OBJECT_READ, Action.OBJECT_WRITE})
 _SHARE_ACTIONS = frozenset({Action.VIDEO_SHARE_PLAY})
+_JOB_ACTIONS = frozenset(
+    {Action.OBJECT_READ, Action.MULTIPART_CREATE, Action.MULTIPART_UPLOAD_PART}
+)
+_JOB_WRITES = frozenset({Action.MULTIPART_CREATE, Action.MULTIPART_UPLOAD_PART})
 _SELF_PROTECTED_FIELDS = frozenset({"role", "status"})
 """User fields a non-admin may not change on itself."""
 
@@ -223,6 +256,8 @@ def is_allowed(principal: Principal, action: Action, resource: Resource) -> bool
         return False
     if (principal.via == "share") != (action in _SHARE_ACTIONS):
         return False
+    if principal.via == "job":
+        return action in _JOB_ACTIONS and principal.grant is not None
     if rule is _Rule.SHARE_HOLDER or principal.role == "admin":
         return True
     if rule is _Rule.ANY_USER:
@@ -244,4 +279,23 @@ def authorize(principal: Principal, action: Action, resource: Resource) -> None:
                 f"{principal.username} ({principal.role}, via {principal.via}"
                 f" {principal.credential_id}) may not {action.value}"
             )
+        )
+
+
+def authorize_key(principal: Principal, action: Action, bucket: str, key: str) -> None:
+    """For a job token: ``key`` of ``bucket`` must be its source (reads) or under its prefix
+    (writes), else ``AccessDeniedError``. Other credentials were decided by ``authorize``."""
+    grant = principal.grant
+    if principal.via != "job":
+        return
+    allowed = grant is not None and bucket == grant.bucket
+    if allowed and grant is not None:
+        if action in _JOB_WRITES:
+            allowed = key.startswith(grant.prefix) and len(key) > len(grant.prefix)
+        else:
+            allowed = action is Action.OBJECT_READ and key == grant.source_key
+    if not allowed:
+        raise AccessDeniedError(
+            "a job token reaches only its job's source and output prefix",
+            log_detail=f"job token {principal.credential_id} may not {action.value} {key!r}",
         )

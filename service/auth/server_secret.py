@@ -36,6 +36,10 @@ def load_or_create_server_secret(fs: FileSystem, data_dir: str) -> bytes:
             )
         return secret
     fs.mkdir(data_dir)
+    for name in fs.listdir(data_dir):
+        # A write a crash cut short (``fsseam.durable.replace_file``'s temporary names).
+        if name.startswith(SERVER_SECRET_FILENAME + ".") and name.endswith(".tmp"):
+            fs.unlink(os.path.join(data_dir, name))
     secret = secrets.token_bytes(SERVER_SECRET_BYTES)
     write_private_file(fs, path, secret)
     return secret

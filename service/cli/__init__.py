@@ -12,6 +12,8 @@ Layout, one job per module:
 - ``transfer/``: ``cp``/``mv``/``mirror``: streamed walks, the merge-join plan, the worker
   pool, the two ends, multipart resume state and the progress display.
 - ``commands/``: the commands, grouped by what they act on.
+
+May import (docs/architecture.md, "Layers"): ``service.client``.
 """
 
 import sys

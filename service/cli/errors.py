@@ -9,7 +9,7 @@ Exit codes (documented in docs/cli.md; scripts may rely on them):
       InvalidBucketName, InvalidKey, InvalidArgument; not BadDigest: damaged data)
 3     not found: no such bucket, key, upload, alias or local file
 4     authentication or permission: 401, 403
-5     conflict or precondition: 409, 412 (bucket exists or not empty, ...)
+5     conflict or precondition: 409, 412, 423 (bucket exists or not empty, a locked version)
 6     could not reach the server: connection refused, timeout, reset
 7     partial: ``cp``/``mirror``/``rm`` finished but some items failed
 130   interrupted (Ctrl-C)
@@ -27,6 +27,7 @@ from service.client import (
     BadRequestError,
     ConflictError,
     NotFoundError,
+    ObjectLockedError,
     PermissionDeniedError,
     PreconditionFailedError,
     ServiceError,
@@ -84,7 +85,9 @@ def exit_code_for(error: BaseException) -> int:
         return EXIT_NOT_FOUND
     if isinstance(error, AuthenticationError | PermissionDeniedError | PermissionError):
         return EXIT_AUTH
-    if isinstance(error, ConflictError | PreconditionFailedError | FileExistsError):
+    if isinstance(error, ConflictError | PreconditionFailedError | ObjectLockedError):
+        return EXIT_CONFLICT
+    if isinstance(error, FileExistsError):
         return EXIT_CONFLICT
     if isinstance(error, BadRequestError) and error.code != "BadDigest":
         return EXIT_USAGE  # the server refused an argument we passed on (a bucket name, ...)

@@ -1,4 +1,4 @@
-"""Python client for the object storage service (contract: docs/client.md, API.md v1).
+"""Python client for the object storage service (contract: docs/client.md, docs/api.md v1).
 
     from service.client import ServiceClient
 
@@ -14,6 +14,8 @@ public is re-exported here from small private modules; ``tests/client`` checks `
 The asyncio flavour is imported on first use of one of its names (PEP 562 ``__getattr__``):
 it brings in ``asyncio``, a third of the package's import time, which a synchronous program
 such as ``svc`` never needs.
+
+May import (docs/architecture.md, "Layers"): ``service.common``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import importlib as _importlib
 import typing as _typing
 
-from service.client._bucket import BucketClient, MultipartUpload
+from service.client._bucket import BucketClient
 from service.client._client import (
     AccessKeys,
     Buckets,
@@ -43,6 +45,7 @@ from service.client._exceptions import (
     MethodNotAllowedError,
     NotFoundError,
     NotModifiedError,
+    ObjectLockedError,
     PayloadTooLargeError,
     PermissionDeniedError,
     PreconditionFailedError,
@@ -51,6 +54,7 @@ from service.client._exceptions import (
     ServerError,
     ServiceError,
     ServiceUnavailableError,
+    TooManyRequestsError,
     TransportError,
     UnexpectedResponseError,
     UnsupportedMediaTypeError,
@@ -60,6 +64,7 @@ from service.client._models import (
     AccessKey,
     Bucket,
     BucketUsage,
+    DefaultRetention,
     Health,
     Job,
     ListPage,
@@ -69,11 +74,19 @@ from service.client._models import (
     Part,
     PresignedUrl,
     Rendition,
+    Retention,
     Session,
     Share,
     Token,
     User,
     VersionPage,
+)
+from service.client._models_lock import (
+    AuditPage,
+    AuditRecord,
+    AuditVerification,
+    LegalHold,
+    ObjectRetention,
 )
 from service.client._models_upkeep import (
     CorruptObject,
@@ -85,12 +98,13 @@ from service.client._models_upkeep import (
     Webhook,
     WebhookStatus,
 )
+from service.client._multipart import MultipartUpload
 from service.client._ops_batch import BatchEntry, PutManyResult
 from service.client._ranges import ByteRange, ContentRange
 from service.client._stream import ObjectStream
 
 if _typing.TYPE_CHECKING:
-    from service.client._async_bucket import AsyncBucketClient, AsyncMultipartUpload
+    from service.client._async_bucket import AsyncBucketClient
     from service.client._async_client import (
         AsyncAccessKeys,
         AsyncBuckets,
@@ -98,6 +112,7 @@ if _typing.TYPE_CHECKING:
         AsyncUsers,
         AsyncVideos,
     )
+    from service.client._async_multipart import AsyncMultipartUpload
     from service.client._async_stream import AsyncObjectStream
 
 #: The asyncio names and the private module each comes from, imported on first use.
@@ -105,7 +120,7 @@ _ASYNC = {
     "AsyncAccessKeys": "_async_client",
     "AsyncBucketClient": "_async_bucket",
     "AsyncBuckets": "_async_client",
-    "AsyncMultipartUpload": "_async_bucket",
+    "AsyncMultipartUpload": "_async_multipart",
     "AsyncObjectStream": "_async_stream",
     "AsyncServiceClient": "_async_client",
     "AsyncUsers": "_async_client",
@@ -137,6 +152,9 @@ __all__ = [
     "AsyncServiceClient",
     "AsyncUsers",
     "AsyncVideos",
+    "AuditPage",
+    "AuditRecord",
+    "AuditVerification",
     "AuthenticationError",
     "BadRequestError",
     "BatchEntry",
@@ -149,6 +167,7 @@ __all__ = [
     "ConnectionFailedError",
     "ContentRange",
     "CorruptObject",
+    "DefaultRetention",
     "Event",
     "Health",
     "InsufficientStorageError",
@@ -156,6 +175,7 @@ __all__ = [
     "InternalServerError",
     "InvalidRangeError",
     "Job",
+    "LegalHold",
     "LengthRequiredError",
     "LifecycleRule",
     "LifecycleRun",
@@ -166,6 +186,8 @@ __all__ = [
     "NotModifiedError",
     "Object",
     "ObjectHeaders",
+    "ObjectLockedError",
+    "ObjectRetention",
     "ObjectStream",
     "ObjectVersion",
     "OptimizedImage",
@@ -178,6 +200,7 @@ __all__ = [
     "QuotaExceededError",
     "Rendition",
     "RequestTimeoutError",
+    "Retention",
     "ScrubStatus",
     "ServerError",
     "ServiceClient",
@@ -186,6 +209,7 @@ __all__ = [
     "Session",
     "Share",
     "Token",
+    "TooManyRequestsError",
     "TransportError",
     "UnexpectedResponseError",
     "UnsupportedMediaTypeError",

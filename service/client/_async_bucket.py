@@ -1,4 +1,5 @@
-"""``AsyncBucketClient`` (object operations in one bucket) and ``AsyncMultipartUpload``.
+"""``AsyncBucketClient``: object operations in one bucket (its multipart sessions are
+``AsyncMultipartUpload``, in ``_async_multipart``).
 
 Like ``_async_client`` (which holds the client and its account-wide sub-clients), every
 method builds a flow from ``_ops_*`` and runs it on the ``AsyncDriver``; no request is built
@@ -21,10 +22,11 @@ from service.client import _ops_multipart as multipart
 from service.client import _ops_objects as objects
 from service.client import _ops_upkeep as upkeep
 from service.client._async_events import stream_events
-from service.client._async_io import AsyncDriver
+from service.client._async_io import AsyncDriver, Handle
+from service.client._async_lock import AsyncObjectLock
+from service.client._async_multipart import AsyncMultipartUpload
 from service.client._async_stream import AsyncObjectStream
 from service.client._documents import UNSET, Unset
-from service.client._flow import Flow
 from service.client._headers import ObjectHeaders
 from service.client._models import (
     Bucket,
@@ -32,7 +34,6 @@ from service.client._models import (
     Object,
     ObjectVersion,
     OptimizedImage,
-    Part,
     PresignedUrl,
     Session,
     VersionPage,
@@ -43,86 +44,12 @@ from service.client._parts import MultipartSource, ProgressCallback
 from service.client._payload import Data, PathBody, body_from
 from service.client._ranges import RangeLike
 
-__all__ = ["AsyncBucketClient", "AsyncMultipartUpload", "Handle"]
+__all__ = ["AsyncBucketClient"]
 
 T = TypeVar("T")
 
 
-class Handle:
-    """Base of the sub-clients and handles: they run flows on the client's driver."""
-
-    def __init__(self, driver: AsyncDriver) -> None:
-        self._driver = driver
-
-    async def _run(self, flow: Flow[T]) -> T:
-        return await self._driver.run(flow)
-
-
-class AsyncMultipartUpload(Handle):
-    """A multipart upload session, from ``AsyncBucketClient.create_multipart_upload``.
-
-    Example::
-
-        upload = await bucket.create_multipart_upload("big.bin")
-        await upload.upload_part(1, first_chunk)
-        await upload.upload_part(2, second_chunk)
-        obj = await upload.complete()
-    """
-
-    def __init__(self, driver: AsyncDriver, session: Session) -> None:
-        super().__init__(driver)
-        self.session = session
-
-    @property
-    def upload_id(self) -> str:
-        return self.session.upload_id
-
-    @property
-    def bucket(self) -> str:
-        return self.session.bucket
-
-    @property
-    def key(self) -> str:
-        return self.session.key
-
-    @property
-    def recommended_part_size(self) -> int:
-        return self.session.recommended_part_size
-
-    @property
-    def max_parallel_parts(self) -> int:
-        return self.session.max_parallel_parts
-
-    @property
-    def expires_at(self) -> datetime.datetime:
-        return self.session.expires_at
-
-    async def upload_part(
-        self, part_number: int, data: Data, *, checksum: str | None = None
-    ) -> Part:
-        """Store part ``part_number`` (1 to 10 000); sending a number again replaces it."""
-        body = body_from(data)
-        return await self._run(
-            multipart.upload_part(self.upload_id, part_number, body, checksum=checksum)
-        )
-
-    async def status(self) -> Session:
-        """The session as the server has it, with its stored ``parts``."""
-        return await self._run(multipart.status(self.upload_id))
-
-    async def complete(self, parts: Sequence[Part | tuple[int, str]] | None = None) -> Object:
-        """Assemble the object from ``parts`` (default: every stored part, in order)."""
-        return await self._run(multipart.complete(self.upload_id, parts))
-
-    async def abort(self) -> None:
-        """Discard the session and its parts."""
-        await self._run(multipart.abort(self.upload_id))
-
-    def __repr__(self) -> str:
-        return f"<AsyncMultipartUpload {self.bucket}/{self.key} {self.upload_id}>"
-
-
-class AsyncBucketClient(Handle):
+class AsyncBucketClient(Handle, AsyncObjectLock):
     """Object operations in one bucket, from ``client.bucket(name)``.
 
     Example::

@@ -44,6 +44,7 @@ from service.client._payload import (
 __all__ = [
     "ERROR_BODY_LIMIT",
     "AsyncDriver",
+    "Handle",
     "async_content",
 ]
 
@@ -172,6 +173,16 @@ async def async_content(body: Body | None) -> tuple[AsyncContent, dict[str, str]
         return _iter_chunks(iter(body.iterable)), {}
     assert isinstance(body, AsyncIterBody)
     return async_iterable_chunks(body), {}
+
+
+class Handle:
+    """Base of the sub-clients and handles: they run flows on the client's driver."""
+
+    def __init__(self, driver: AsyncDriver) -> None:
+        self._driver = driver
+
+    async def _run(self, flow: Flow[T]) -> T:
+        return await self._driver.run(flow)
 
 
 def _length(size: int) -> dict[str, str]:

@@ -16,20 +16,22 @@ task or thread.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 from service.client import _ops_admin as admin
+from service.client import _ops_lock as lock
 from service.client import _ops_objects as objects
 from service.client import _ops_upkeep as upkeep
 from service.client import _ops_videos as videos
 from service.client._base import ClientBase
-from service.client._bucket import BucketClient, Handle, MultipartUpload
+from service.client._bucket import BucketClient
 from service.client._documents import UNSET, Unset
 from service.client._models import (
     AccessKey,
     Bucket,
+    DefaultRetention,
     Health,
     Job,
     Object,
@@ -38,8 +40,10 @@ from service.client._models import (
     Token,
     User,
 )
+from service.client._models_lock import AuditPage, AuditRecord, AuditVerification
 from service.client._models_upkeep import LifecycleRun, ScrubStatus
-from service.client._sync_io import SyncDriver
+from service.client._multipart import MultipartUpload
+from service.client._sync_io import Handle, SyncDriver
 
 __all__ = [
     "AccessKeys",
@@ -120,6 +124,31 @@ class ServiceClient(ClientBase):
         """Start a scrub pass now (admin); ConflictError (InvalidState) if one is running."""
         return self._driver.run(upkeep.start_scrub())
 
+    def audit(
+        self,
+        *,
+        since: int | str = 0,
+        limit: int = 100,
+        bucket: str | None = None,
+        user_id: str | None = None,
+    ) -> AuditPage:
+        """A page of audit records after ``since`` (admin); ``next_cursor`` continues."""
+        return self._driver.run(lock.audit_page(since, limit, bucket, user_id))
+
+    def audit_records(
+        self, *, since: int | str = 0, bucket: str | None = None, user_id: str | None = None
+    ) -> Iterator[AuditRecord]:
+        """Every audit record after ``since`` (admin), following the pages."""
+        cursor: int | str | None = since
+        while cursor is not None:
+            page = self.audit(since=cursor, limit=1000, bucket=bucket, user_id=user_id)
+            yield from page.records
+            cursor = page.next_cursor
+
+    def verify_audit(self) -> AuditVerification:
+        """Check the audit log's hash chain (admin): ``ok``, or the first bad record."""
+        return self._driver.run(lock.verify_audit())
+
     def openapi(self) -> dict[str, Any]:
         """The server's OpenAPI 3.1 document of every route (works without credentials)."""
         return self._driver.run(upkeep.openapi())
@@ -156,14 +185,23 @@ class Buckets(Handle):
         quota_bytes: int | None = None,
         versioning_enabled: bool | None = None,
         tags: Mapping[str, str] | None = None,
+        object_lock_enabled: bool | None = None,
+        default_retention: DefaultRetention | None = None,
     ) -> Bucket:
-        """Create a bucket owned by the caller; ConflictError if the name is taken.
+        """Create a bucket owned by the caller; ConflictError if the name is taken. With
+        ``object_lock_enabled`` (for good: versioning stays on) its versions may be locked,
+        and ``default_retention`` locks every new one.
 
         Example: ``client.buckets.create("logs", quota_bytes=10**9, tags={"team": "ops"})``
         """
         return self._run(
             objects.create_bucket(
-                name, quota_bytes=quota_bytes, versioning_enabled=versioning_enabled, tags=tags
+                name,
+                quota_bytes=quota_bytes,
+                versioning_enabled=versioning_enabled,
+                tags=tags,
+                object_lock_enabled=object_lock_enabled,
+                default_retention=default_retention,
             )
         )
 
@@ -181,11 +219,17 @@ class Buckets(Handle):
         quota_bytes: int | Unset | None = UNSET,
         versioning_enabled: bool | Unset = UNSET,
         tags: Mapping[str, str] | Unset = UNSET,
+        default_retention: DefaultRetention | Unset | None = UNSET,
     ) -> Bucket:
-        """Change the given fields only; ``quota_bytes=None`` removes the quota."""
+        """Change the given fields only; ``quota_bytes=None`` removes the quota,
+        ``default_retention=None`` a lock bucket's default retention."""
         return self._run(
             objects.update_bucket(
-                name, quota_bytes=quota_bytes, versioning_enabled=versioning_enabled, tags=tags
+                name,
+                quota_bytes=quota_bytes,
+                versioning_enabled=versioning_enabled,
+                tags=tags,
+                default_retention=default_retention,
             )
         )
 

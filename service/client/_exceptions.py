@@ -21,6 +21,8 @@ The tree (catch a branch to handle everything under it)::
     │   └── QuotaExceededError        413 QuotaExceeded
     ├── UnsupportedMediaTypeError     415
     ├── InvalidRangeError             416 (``object_size`` from ``Content-Range: bytes */N``)
+    ├── ObjectLockedError             423 ObjectLocked (a retention or legal hold keeps it)
+    ├── TooManyRequestsError          429 (``retry_after``): a per-user cap stayed full
     └── ServerError                   any 5xx
         ├── InternalServerError       500
         ├── ServiceUnavailableError   503 (``retry_after`` seconds, when the server said)
@@ -59,6 +61,7 @@ __all__ = [
     "MethodNotAllowedError",
     "NotFoundError",
     "NotModifiedError",
+    "ObjectLockedError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "PreconditionFailedError",
@@ -67,6 +70,7 @@ __all__ = [
     "ServerError",
     "ServiceError",
     "ServiceUnavailableError",
+    "TooManyRequestsError",
     "TransportError",
     "UnexpectedResponseError",
     "UnsupportedMediaTypeError",
@@ -234,20 +238,14 @@ class InvalidRangeError(ServiceError):
         self.object_size = object_size
 
 
-class ServerError(ServiceError):
-    """5xx: the server failed; the request may be retried."""
+class ObjectLockedError(ServiceError):
+    """423: the version is under retention or legal hold (object lock)."""
 
-    default_code = "InternalError"
-
-
-class InternalServerError(ServerError):
-    """500: an unexpected failure on the server (nothing partial was kept)."""
+    default_code = "ObjectLocked"
 
 
-class ServiceUnavailableError(ServerError):
-    """503: the server refuses writes for now (e.g. read-only after a journal fault)."""
-
-    default_code = "ServiceUnavailable"
+class _SaysWhenToRetry(ServiceError):
+    """An answer that may say when to try again: ``retry_after`` seconds, or None."""
 
     def __init__(
         self,
@@ -260,6 +258,30 @@ class ServiceUnavailableError(ServerError):
     ) -> None:
         super().__init__(message, status=status, code=code, request_id=request_id)
         self.retry_after = retry_after
+
+
+class TooManyRequestsError(_SaysWhenToRetry):
+    """429: one of the user's caps (uploads in progress, open event streams) stayed full for
+    the server's whole queue wait; nothing was done, so any request may be sent again after
+    ``retry_after`` seconds (when the server said)."""
+
+    default_code = "TooManyRequests"
+
+
+class ServerError(ServiceError):
+    """5xx: the server failed; the request may be retried."""
+
+    default_code = "InternalError"
+
+
+class InternalServerError(ServerError):
+    """500: an unexpected failure on the server (nothing partial was kept)."""
+
+
+class ServiceUnavailableError(ServerError, _SaysWhenToRetry):
+    """503: the server refuses writes for now (e.g. read-only after a journal fault)."""
+
+    default_code = "ServiceUnavailable"
 
 
 class InsufficientStorageError(ServerError):
@@ -286,6 +308,8 @@ _CLASS_BY_STATUS: Mapping[int, type[ServiceError]] = {
     413: PayloadTooLargeError,
     415: UnsupportedMediaTypeError,
     416: InvalidRangeError,
+    423: ObjectLockedError,
+    429: TooManyRequestsError,
     500: InternalServerError,
     503: ServiceUnavailableError,
     507: InsufficientStorageError,
@@ -327,8 +351,8 @@ def error_from_response(status: int, headers: Mapping[str, str], body: bytes) ->
             request_id=request_id,
             object_size=_unsatisfied_size(headers.get("Content-Range")),
         )
-    if cls is ServiceUnavailableError:
-        return ServiceUnavailableError(
+    if issubclass(cls, _SaysWhenToRetry):
+        return cls(
             message,
             status=status,
             code=code,

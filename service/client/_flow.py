@@ -37,6 +37,7 @@ from service.client._exceptions import (
     ConnectionFailedError,
     ServiceError,
     ServiceUnavailableError,
+    TooManyRequestsError,
     TransportError,
     UnexpectedResponseError,
 )
@@ -161,12 +162,12 @@ class RetryPolicy:
     """When and how long to wait before repeating a failed request.
 
     A request is repeated only if repeating it cannot do harm: the body can be sent again,
-    and either the connection never carried it, the server said 503 (nothing was done), or
-    the method is idempotent and the failure was a transport error or a 500/502/504.
+    and either the connection never carried it, the server said 503 or 429 (nothing was done),
+    or the method is idempotent and the failure was a transport error or a 500/502/504.
     Waits grow ``backoff * 2**attempt`` up to ``max_backoff``, with "equal jitter" (between
-    half and all of that) so many clients do not retry in lockstep; a 503's ``Retry-After`` is
-    honoured up to ``max_backoff``. ``part_retries`` is the count for multipart parts, higher
-    because a large upload should ride out a server restart.
+    half and all of that) so many clients do not retry in lockstep; a 503's or 429's
+    ``Retry-After`` is honoured up to ``max_backoff``. ``part_retries`` is the count for
+    multipart parts, higher because a large upload should ride out a server restart.
     """
 
     retries: int = 2
@@ -184,7 +185,7 @@ class RetryPolicy:
         """Whether repeating ``call`` after ``error`` is safe and may help."""
         if not call.replayable:
             return False
-        if isinstance(error, ConnectionFailedError) or error.status == 503:
+        if isinstance(error, ConnectionFailedError) or error.status in (429, 503):
             return True
         if isinstance(error, TransportError) or error.status in _RETRY_IDEMPOTENT_STATUSES:
             return call.idempotent
@@ -205,7 +206,10 @@ class RetryPolicy:
             return None
         ceiling = min(self.max_backoff, self.backoff * 2.0**attempt)
         wait = ceiling / 2 + ceiling / 2 * rand
-        if isinstance(error, ServiceUnavailableError) and error.retry_after is not None:
+        if (
+            isinstance(error, ServiceUnavailableError | TooManyRequestsError)
+            and error.retry_after is not None
+        ):
             wait = max(wait, min(error.retry_after, self.max_backoff))
         return wait
 

@@ -20,7 +20,10 @@ from collections.abc import Mapping
 from service.client._ranges import ContentRange
 from service.client._wire import (
     HEADER_CHECKSUM_SHA256,
+    HEADER_LEGAL_HOLD,
     HEADER_META_PREFIX,
+    HEADER_RETAIN_UNTIL,
+    HEADER_RETENTION_MODE,
     HEADER_VERSION_ID,
     NULL_VERSION_ID,
 )
@@ -54,6 +57,10 @@ class ObjectHeaders:
     content_range: ContentRange | None
     version_id: str | None
     custom_metadata: dict[str, str]
+    retention_mode: str | None = None
+    """The version's retention mode (object lock), None without one."""
+    retain_until: datetime.datetime | None = None
+    legal_hold: bool = False
 
     @property
     def size(self) -> int | None:
@@ -91,7 +98,19 @@ class ObjectHeaders:
                 for name, value in headers.items()
                 if name.lower().startswith(prefix) and len(name) > len(prefix)
             },
+            retention_mode=headers.get(HEADER_RETENTION_MODE),
+            retain_until=_rfc3339(headers.get(HEADER_RETAIN_UNTIL)),
+            legal_hold=headers.get(HEADER_LEGAL_HOLD) == "on",
         )
+
+
+def _rfc3339(value: str | None) -> datetime.datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
 
 
 def _http_date(value: str | None) -> datetime.datetime | None:

@@ -19,6 +19,7 @@ __all__ = [
     "AccessKey",
     "Bucket",
     "BucketUsage",
+    "DefaultRetention",
     "Health",
     "Job",
     "ListPage",
@@ -28,6 +29,7 @@ __all__ = [
     "Part",
     "PresignedUrl",
     "Rendition",
+    "Retention",
     "Session",
     "Share",
     "Token",
@@ -80,8 +82,37 @@ class BucketUsage:
 
 
 @dataclasses.dataclass(frozen=True)
+class Retention:
+    """A version's retention: ``mode`` ``governance`` or ``compliance`` until ``retain_until``."""
+
+    mode: str
+    retain_until: datetime.datetime
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Retention | None:
+        if data is None:
+            return None
+        return cls(mode=data["mode"], retain_until=parse_timestamp(data["retain_until"]))
+
+
+@dataclasses.dataclass(frozen=True)
+class DefaultRetention:
+    """A lock bucket's default: every new version gets ``mode`` for ``days`` days."""
+
+    mode: str
+    days: float
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> DefaultRetention | None:
+        if data is None:
+            return None
+        return cls(mode=data["mode"], days=float(data["days"]))
+
+
+@dataclasses.dataclass(frozen=True)
 class Bucket:
-    """A bucket; ``owner`` is the owning user's ``user_id``, ``quota_bytes`` None for none."""
+    """A bucket; ``owner`` is the owning user's ``user_id``, ``quota_bytes`` None for none;
+    ``object_lock_enabled`` (chosen at creation, for good) and its ``default_retention``."""
 
     name: str
     owner: str
@@ -91,6 +122,8 @@ class Bucket:
     created_at: datetime.datetime
     updated_at: datetime.datetime
     usage: BucketUsage
+    object_lock_enabled: bool = False
+    default_retention: DefaultRetention | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Bucket:
@@ -104,6 +137,8 @@ class Bucket:
             created_at=parse_timestamp(data["created_at"]),
             updated_at=parse_timestamp(data["updated_at"]),
             usage=BucketUsage.from_json(data["usage"]),
+            object_lock_enabled=bool(data.get("object_lock_enabled", False)),
+            default_retention=DefaultRetention.from_json(data.get("default_retention")),
         )
 
 
@@ -111,7 +146,8 @@ class Bucket:
 class Object:
     """An object's metadata (the contract's ObjectMetadata). ``etag`` and ``sha256_checksum``
     are both the lowercase hex SHA-256 of the payload; ``version_id`` is None unless the
-    bucket is versioned; custom metadata names are lowercase."""
+    bucket is versioned; custom metadata names are lowercase. ``retention`` and
+    ``legal_hold`` are the version's object lock (None and False when it has none)."""
 
     bucket: str
     key: str
@@ -123,6 +159,8 @@ class Object:
     custom_metadata: dict[str, str]
     created_at: datetime.datetime
     updated_at: datetime.datetime
+    retention: Retention | None = None
+    legal_hold: bool = False
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Object:
@@ -141,6 +179,8 @@ def _object_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "custom_metadata": dict(data.get("custom_metadata") or {}),
         "created_at": parse_timestamp(data["created_at"]),
         "updated_at": parse_timestamp(data["updated_at"]),
+        "retention": Retention.from_json(data.get("retention")),
+        "legal_hold": bool(data.get("legal_hold", False)),
     }
 
 
@@ -149,8 +189,8 @@ class ObjectVersion(Object):
     """One entry of a version listing. A delete marker has no payload: its ``etag``,
     ``sha256_checksum`` and ``content_type`` are empty strings and ``size_bytes`` is 0."""
 
-    is_latest: bool
-    is_delete_marker: bool
+    is_latest: bool = False
+    is_delete_marker: bool = False
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ObjectVersion:
@@ -366,7 +406,9 @@ class Rendition:
 @dataclasses.dataclass(frozen=True)
 class Job:
     """A video packaging job. ``status`` is queued, processing, completed or failed;
-    ``outputs`` maps ``hls``/``dash`` to the key of the master playlist / manifest."""
+    ``outputs`` maps ``hls``/``dash`` to the key of the master playlist / manifest;
+    ``attempts`` counts its runs and ``worker`` names the media fleet worker of the latest
+    (None when the server packages itself)."""
 
     job_id: str
     bucket: str
@@ -379,6 +421,8 @@ class Job:
     error: str | None
     created_at: datetime.datetime
     updated_at: datetime.datetime
+    attempts: int = 0
+    worker: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -399,6 +443,8 @@ class Job:
             error=data.get("error"),
             created_at=parse_timestamp(data["created_at"]),
             updated_at=parse_timestamp(data["updated_at"]),
+            attempts=int(data.get("attempts") or 0),
+            worker=data.get("worker"),
         )
 
 

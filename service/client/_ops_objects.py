@@ -11,6 +11,7 @@ import datetime
 import email.utils
 from collections.abc import Mapping
 from functools import partial
+from typing import Any
 
 from service.client._documents import UNSET, Unset, document, patch_document
 from service.client._exceptions import IntegrityError, NotFoundError
@@ -18,6 +19,7 @@ from service.client._flow import Call, Flow, Reply, blocking, request
 from service.client._headers import ObjectHeaders, put_headers, quote_etag
 from service.client._models import (
     Bucket,
+    DefaultRetention,
     ListPage,
     Object,
     OptimizedImage,
@@ -65,15 +67,26 @@ def create_bucket(
     quota_bytes: int | None,
     versioning_enabled: bool | None,
     tags: Mapping[str, str] | None,
+    object_lock_enabled: bool | None = None,
+    default_retention: DefaultRetention | None = None,
 ) -> Flow[Bucket]:
     body = document(
         name=name,
         quota_bytes=quota_bytes,
         versioning_enabled=versioning_enabled,
         tags=dict(tags) if tags is not None else None,
+        object_lock_enabled=object_lock_enabled,
+        default_retention=retention_document(default_retention),
     )
     reply = yield from request(Call("POST", api("/buckets"), json=body))
     return parse(Bucket.from_json, reply.json())
+
+
+def retention_document(retention: DefaultRetention | None) -> dict[str, Any] | None:
+    """A bucket's ``default_retention`` as the contract writes it."""
+    if retention is None:
+        return None
+    return {"mode": retention.mode, "days": retention.days}
 
 
 def get_bucket(name: str) -> Flow[Bucket]:
@@ -87,11 +100,15 @@ def update_bucket(
     quota_bytes: int | Unset | None = UNSET,
     versioning_enabled: bool | Unset = UNSET,
     tags: Mapping[str, str] | Unset = UNSET,
+    default_retention: DefaultRetention | Unset | None = UNSET,
 ) -> Flow[Bucket]:
     body = patch_document(
         quota_bytes=quota_bytes,
         versioning_enabled=versioning_enabled,
         tags=dict(tags) if not isinstance(tags, Unset) else UNSET,
+        default_retention=retention_document(default_retention)
+        if not isinstance(default_retention, Unset)
+        else UNSET,
     )
     reply = yield from request(Call("PATCH", bucket_path(name), json=body))
     return parse(Bucket.from_json, reply.json())

@@ -45,6 +45,13 @@ __all__ = [
 #: The status a mid-stream ``event: error`` message stands for (the server sends one when
 #: retention overtook a reader that fell behind: the same error as a too-old resume point).
 _STREAM_ERROR_STATUS = 410
+_END_ERRORS = {
+    "bucket_deleted": (404, "NoSuchBucket"),
+    "user_disabled": (403, "AccountDisabled"),
+    "access_denied": (403, "AccessDenied"),
+}
+"""The status and code a stream's ``end`` reason stands for; the other reasons (a key, a
+token or a user gone) are 401 Unauthorized."""
 
 
 def _rules(document: Any) -> list[LifecycleRule]:
@@ -132,9 +139,13 @@ def open_events(bucket: str, after: str | None) -> Flow[Reply]:
 
 def event_from_message(message: Message) -> Event:
     """The ``Event`` a stream message carries; an ``error`` message becomes the error it
-    names (``EventsExpired``: the reader fell behind the server's retention)."""
+    names (``EventsExpired``: the reader fell behind the server's retention), and an ``end``
+    message (the server ended the stream: its credentials or its bucket went) the error
+    that reconnecting would get."""
     if message.event == "error":
         raise _stream_error(message.data)
+    if message.event == "end":
+        raise _stream_end(message.data)
     try:
         document = json.loads(message.data)
     except ValueError as exc:
@@ -144,6 +155,21 @@ def event_from_message(message: Message) -> Event:
 
 def _stream_error(data: str) -> ServiceError:
     return error_from_response(_STREAM_ERROR_STATUS, {}, data.encode("utf-8"))
+
+
+def _stream_end(data: str) -> ServiceError:
+    """The error a stream's ``end`` message stands for: what reconnecting would answer."""
+    try:
+        document = json.loads(data)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        document = {}
+    reason = str(document.get("reason", "unknown"))
+    status, code = _END_ERRORS.get(reason, (401, "Unauthorized"))
+    text = f"the event stream ended: {document.get('message') or reason}"
+    body = json.dumps({"error": {"code": code, "message": text}}).encode("utf-8")
+    return error_from_response(status, {}, body)
 
 
 def reconnect_delay(policy: RetryPolicy, attempt: int, retry_ms: int | None, rand: float) -> float:

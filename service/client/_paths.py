@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import urllib.parse
 
-from service.client._wire import API_PREFIX
+from service.client._wire import API_PREFIX, LEGAL_HOLD_SUFFIX, RETENTION_SUFFIX
 
 __all__ = [
     "api",
@@ -19,10 +19,13 @@ __all__ = [
     "encode_key",
     "encode_segment",
     "image_path",
+    "legal_hold_path",
     "object_path",
+    "retention_path",
 ]
 
 _DOT_SEGMENTS = {".": "%2E", "..": "%2E%2E"}
+_LOCK_SEGMENTS = frozenset({RETENTION_SUFFIX[1:], LEGAL_HOLD_SUFFIX[1:]})
 
 
 def encode_segment(value: str) -> str:
@@ -43,6 +46,8 @@ def encode_key(key: str) -> str:
     'photos/2024%20summer/%C3%A9t%C3%A9.jpg'
     >>> encode_key("a/../b/./c?d#e")
     'a/%2E%2E/b/%2E/c%3Fd%23e'
+    >>> encode_key("notes/retention")
+    'notes%2Fretention'
     """
     if not key:
         raise ValueError("an object key must not be empty")
@@ -51,9 +56,15 @@ def encode_key(key: str) -> str:
     if any(ord(char) < 0x20 or ord(char) == 0x7F for char in key):
         raise ValueError("an object key must not contain control characters")
     segments = key.split("/")
-    return "/".join(
+    encoded = "/".join(
         _DOT_SEGMENTS.get(segment) or urllib.parse.quote(segment, safe="") for segment in segments
     )
+    if len(segments) > 1 and segments[-1] in _LOCK_SEGMENTS:
+        # ``.../objects/{key}/retention`` is the retention of ``key``: this key's own last
+        # ``/`` goes encoded, so the server reads the whole of it as the key.
+        head, _, tail = encoded.rpartition("/")
+        encoded = f"{head}%2F{tail}"
+    return encoded
 
 
 def api(path: str) -> str:
@@ -67,6 +78,14 @@ def bucket_path(bucket: str) -> str:
 
 def object_path(bucket: str, key: str) -> str:
     return f"{bucket_path(bucket)}/objects/{encode_key(key)}"
+
+
+def retention_path(bucket: str, key: str) -> str:
+    return object_path(bucket, key) + RETENTION_SUFFIX
+
+
+def legal_hold_path(bucket: str, key: str) -> str:
+    return object_path(bucket, key) + LEGAL_HOLD_SUFFIX
 
 
 def image_path(bucket: str, key: str) -> str:

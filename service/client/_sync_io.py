@@ -44,6 +44,7 @@ from service.client._sync_concurrency import async_iterable_chunks, run_parallel
 
 __all__ = [
     "ERROR_BODY_LIMIT",
+    "Handle",
     "SyncDriver",
     "sync_content",
 ]
@@ -173,6 +174,16 @@ def sync_content(body: Body | None) -> tuple[Content, dict[str, str]]:
         return _iter_chunks(iter(body.iterable)), {}
     assert isinstance(body, AsyncIterBody)
     return async_iterable_chunks(body), {}
+
+
+class Handle:
+    """Base of the sub-clients and handles: they run flows on the client's driver."""
+
+    def __init__(self, driver: SyncDriver) -> None:
+        self._driver = driver
+
+    def _run(self, flow: Flow[T]) -> T:
+        return self._driver.run(flow)
 
 
 def _length(size: int) -> dict[str, str]:

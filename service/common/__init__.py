@@ -1,6 +1,7 @@
 """Leaves every layer may use: names, numbers, timestamps, header fields, wire constants and
 the one error type of the contract.
 
-May import: the standard library only (nothing else of ``service``). Pure functions and
-constants; no I/O, no state.
+May import: nothing of ours (docs/architecture.md, "Layers").
+
+Pure functions and constants; no I/O, no state.
 """

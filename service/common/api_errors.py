@@ -1,7 +1,11 @@
-"""The server's one error type and the contract's code-to-status table.
+"""The server's refusals and the contract's code-to-status table.
 
-Handlers and the engine raise ``ApiError(code, message)``; ``service.http.request_contract``
-is the one place that turns it (and anything unexpected) into the contract's JSON error body. The
+``ServiceError(code, message)`` is a refusal in the contract's terms: a code, a message for
+the client, a retry hint and a detail for operators; no transport detail. The engine raises
+these (``service.engine.errors``). ``ApiError`` is a ``ServiceError`` that also carries its
+HTTP answer: the status and headers of its own (handlers and operations raise it).
+``service.http.request_contract`` is the one place that turns either (and anything
+unexpected) into the contract's answer, taking the status from ``STATUS_BY_CODE``. The
 message is shown to clients, so it never carries secrets, paths or tracebacks; anything
 meant only for operators goes to ``log_detail``.
 """
@@ -45,14 +49,37 @@ STATUS_BY_CODE: Mapping[str, int] = {
     "QuotaExceeded": 413,
     "UnsupportedMediaType": 415,
     "InvalidRange": 416,
+    "ObjectLocked": 423,
+    "TooManyRequests": 429,
     "InternalError": 500,
     "ServiceUnavailable": 503,
     "InsufficientStorage": 507,
 }
 
 
-class ApiError(Exception):
-    """An error answered to the client in the contract's shape."""
+class ServiceError(Exception):
+    """A refusal in the contract's terms (a code of ``STATUS_BY_CODE``), whoever answers it."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        log_detail: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        if code not in STATUS_BY_CODE:
+            raise ValueError(f"not a code of the contract: {code}")
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.log_detail = log_detail
+        self.retry_after = retry_after
+        """Seconds after which a retry may succeed (a hint; the HTTP layer sends it)."""
+
+
+class ApiError(ServiceError):
+    """A refusal answered over HTTP in the contract's shape, with its status and headers."""
 
     def __init__(
         self,
@@ -63,19 +90,19 @@ class ApiError(Exception):
         log_detail: str | None = None,
         retry_after: int | None = None,
     ) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
+        super().__init__(code, message, log_detail=log_detail, retry_after=retry_after)
         self.status = STATUS_BY_CODE[code]
-        self.message = message
         self.headers = dict(headers or {})
-        self.log_detail = log_detail
-        self.retry_after = retry_after
-        """Seconds after which a retry may succeed (a hint; the HTTP layer sends it)."""
 
 
-def response_headers(error: ApiError) -> dict[str, str]:
+def status_of(error: ServiceError) -> int:
+    """The HTTP status of an answer to ``error``."""
+    return STATUS_BY_CODE[error.code]
+
+
+def response_headers(error: ServiceError) -> dict[str, str]:
     """The headers an answer to ``error`` carries: its own, and ``Retry-After`` for a hint."""
-    headers = dict(error.headers)
+    headers = dict(error.headers) if isinstance(error, ApiError) else {}
     if error.retry_after is not None:
         headers.setdefault("Retry-After", str(error.retry_after))
     return headers

@@ -48,8 +48,3 @@ def require_int(text: str, name: str, low: int, high: int, *, code: str = "Inval
     if value is None:
         raise ApiError(code, f"{name} must be an integer from {low} to {high}")
     return value
-
-
-def is_ascii_number(text: str) -> bool:
-    """Whether ``text`` is 1 to ``MAX_DIGITS`` ASCII digits (whatever its value)."""
-    return _ASCII_DIGITS.fullmatch(text) is not None

@@ -12,9 +12,20 @@ _last_second: tuple[int, str] = (-1, "")
 bodies format the same second over and over. Swapped whole, so any thread may read it."""
 
 
+_offset_ms = 0
+"""Test-only: added to ``now_ms`` (``SERVICE_CLOCK_OFFSET``, ``set_clock_offset``)."""
+
+
 def now_ms() -> int:
     """Milliseconds since the epoch, the unit events carry."""
-    return time.time_ns() // 1_000_000
+    return time.time_ns() // 1_000_000 + _offset_ms
+
+
+def set_clock_offset(seconds: float) -> None:
+    """Test-only: shift the clock events are stamped with (and the object lock counts by)
+    by ``seconds``, so a test can start a server whose clock is ahead or behind."""
+    global _offset_ms
+    _offset_ms = round(seconds * 1000)
 
 
 def rfc3339_ms(epoch_ms: int) -> str:

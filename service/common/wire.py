@@ -1,4 +1,4 @@
-"""Wire constants of the contract (docs: /work/shared/API.md) that server and client share.
+"""Wire constants of the contract (docs/api.md) that server and client share.
 
 Only names and limits live here: header names, paths, query parameter names and numeric
 bounds. The server's HTTP layer and the client's ``_wire`` both import them from here, so
@@ -17,12 +17,18 @@ __all__ = [
     "BATCH_PAX_CONTENT_TYPE",
     "BATCH_PAX_META_PREFIX",
     "BATCH_PAX_SHA256",
+    "HEADER_BYPASS_GOVERNANCE",
     "HEADER_CHECKSUM_SHA256",
+    "HEADER_LEGAL_HOLD",
     "HEADER_META_PREFIX",
     "HEADER_REQUEST_ID",
+    "HEADER_RETAIN_UNTIL",
+    "HEADER_RETENTION_MODE",
     "HEADER_RETRY_AFTER",
     "HEADER_VERSION_ID",
     "HEALTH_PATH",
+    "LEGAL_HOLD_SUFFIX",
+    "MAX_ACCESS_KEY_NAME",
     "MAX_BATCH_MEMBERS",
     "MAX_LIST_LIMIT",
     "MAX_PART_NUMBER",
@@ -34,17 +40,30 @@ __all__ = [
     "PRESIGN_SIGNATURE_PARAM",
     "QUERY_PART_NUMBER",
     "QUERY_VERSION_ID",
+    "RETENTION_SUFFIX",
     "SECRET_KEY_PREFIX",
+    "VIDEO_PLAY_PATH",
 ]
 
 API_PREFIX: Final = "/api/v1"
 HEALTH_PATH: Final = "/health"
+#: Shared video outputs: ``{VIDEO_PLAY_PATH}/{token}/{path}``, answered to any origin.
+VIDEO_PLAY_PATH: Final = API_PREFIX + "/videos/play"
 
 HEADER_REQUEST_ID: Final = "X-Request-Id"
 HEADER_CHECKSUM_SHA256: Final = "X-Checksum-Sha256"
 HEADER_VERSION_ID: Final = "X-Version-Id"
 HEADER_META_PREFIX: Final = "X-Meta-"
 HEADER_RETRY_AFTER: Final = "Retry-After"
+HEADER_RETENTION_MODE: Final = "X-Retention-Mode"
+HEADER_RETAIN_UNTIL: Final = "X-Retain-Until"
+HEADER_LEGAL_HOLD: Final = "X-Legal-Hold"
+HEADER_BYPASS_GOVERNANCE: Final = "X-Bypass-Governance-Retention"
+
+#: An object's retention and legal hold are at ``.../objects/{key}`` + these; a key that itself
+#: ends so is sent with its last ``/`` percent-encoded (``%2F``).
+RETENTION_SUFFIX: Final = "/retention"
+LEGAL_HOLD_SUFFIX: Final = "/legal-hold"
 
 #: ``X-Version-Id`` carries this when the bucket is not versioned.
 NULL_VERSION_ID: Final = "null"
@@ -63,6 +82,8 @@ MIN_PART_NUMBER: Final = 1
 MAX_PART_NUMBER: Final = 10_000
 MAX_LIST_LIMIT: Final = 1000
 MAX_PRESIGN_EXPIRES_SECONDS: Final = 604_800
+#: Characters in an access key's ``name`` (where the contract is silent).
+MAX_ACCESS_KEY_NAME: Final = 128
 
 #: A batch upload (an endpoint added beyond the contract: docs/batch.md): members per request,
 #: and the pax records that carry a member's content type, SHA-256 and custom metadata.

@@ -2,7 +2,9 @@
 commit that binds them (``core``); its start (``recovery``); its refusals (``errors``); access
 keys' last use, journaled in batches (``key_usage``).
 
-May import: ``journal``, ``fsseam``, ``service.common``, ``service.config``, ``service.meta``,
-``service.index``, ``service.storage``, ``service.events`` (the event feed it feeds). Never
-HTTP.
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``, ``service.common``,
+``service.config``, ``service.meta``, ``service.storage``, ``service.index``,
+``service.events``.
+
+Never HTTP.
 """

@@ -19,11 +19,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from fsseam.fs import FileSystem
 from journal import Journal, JournalOptions, SnapshotDamagedError
 from service.config import Config
+from service.engine.applier import Applier
 from service.events.feed import EventFeed
 from service.index.opening import (
     IndexMismatchError,
@@ -31,10 +31,9 @@ from service.index.opening import (
     load_state,
     open_index,
     rebuild,
-    rest_of,
 )
 from service.index.protocol import IndexFactory, PersistentIndex
-from service.meta import MetaState, decode_snapshot, events
+from service.meta import MetaState, decode_snapshot, records
 from service.storage import PayloadIntegrity
 
 log = logging.getLogger("service.engine")
@@ -44,17 +43,18 @@ PayloadRefs = dict[str, tuple[int, str]]
 
 REPLAY_BATCH = 10_000
 """Records replayed per index transaction at startup."""
-EVENT_SOURCES = frozenset({events.OBJECT_STORED, events.OBJECT_DELETED, events.UPLOAD_COMPLETED})
+EVENT_SOURCES = frozenset({records.OBJECT_STORED, records.OBJECT_DELETED, records.UPLOAD_COMPLETED})
 """Records that may derive an object event (``service.events.feed``)."""
 
 
 @dataclass
 class Recovered:
-    """What a start rebuilt: the open journal and the state, and after an unclean balanced
-    run the payloads to verify (None after a clean stop)."""
+    """What a start rebuilt: the open journal, the applier holding the state (and the index)
+    that later commits go through, and after an unclean balanced run the payloads to verify
+    (None after a clean stop)."""
 
     journal: Journal
-    state: MetaState
+    applier: Applier
     recent: PayloadRefs | None
 
 
@@ -85,15 +85,16 @@ def open_and_replay(
     if index_factory is None:
         state = decode_snapshot(journal.snapshot.data) if journal.snapshot else MetaState()
         feed.forget_after(journal.snapshot.sequence if journal.snapshot else 0)
-        return Recovered(journal, state, _replay(journal, state, None, feed, 0, None, unclean))
+        applier = Applier(state, None, feed)
+        return Recovered(journal, applier, _replay(journal, applier, 0, None, unclean))
     index, reason = open_index(fs, config.data_dir, index_factory)
     on_index(index)
     try:
         state, applied, check = load_state(index, reason, journal)
         snapshot_sequence = journal.snapshot.sequence if journal.snapshot else 0
         feed.forget_after(max(applied, snapshot_sequence))
-        recent = _replay(journal, state, index, feed, applied, check, unclean)
-        return Recovered(journal, state, recent)
+        applier = Applier(state, index, feed)
+        return Recovered(journal, applier, _replay(journal, applier, applied, check, unclean))
     except (IndexMismatchError, SnapshotDamagedError) as exc:
         log.warning("rebuilding the index from the journal: %s", exc)
     try:
@@ -106,24 +107,24 @@ def open_and_replay(
         state = rebuild(index, journal)
     base = journal.snapshot.sequence if journal.snapshot else 0
     feed.forget_after(base)
-    return Recovered(journal, state, _replay(journal, state, index, feed, base, None, unclean))
+    applier = Applier(state, index, feed)
+    return Recovered(journal, applier, _replay(journal, applier, base, None, unclean))
 
 
 def _replay(
     journal: Journal,
-    state: MetaState,
-    index: PersistentIndex | None,
-    feed: EventFeed,
+    applier: Applier,
     applied: int,
     check: int | None,
     unclean: int | None,
 ) -> PayloadRefs | None:
     """Apply the records after ``applied`` (the one at ``applied`` must have CRC-32
-    ``check``, if given), one index transaction per ``REPLAY_BATCH`` records; after an
-    unclean stop, collect the payloads named after the ``unclean`` checkpoint."""
+    ``check``, if given) through ``applier``, ending an index batch every ``REPLAY_BATCH``
+    records; after an unclean stop, collect the payloads named after the ``unclean``
+    checkpoint."""
     recent: PayloadRefs | None = {} if unclean is not None else None
     verify_after = unclean or 0
-    last: dict[str, Any] | None = None
+    feed = applier.feed
     for record in journal.replay():
         event = record.event
         if recent is not None and "payload_id" in event and record.sequence > verify_after:
@@ -140,14 +141,8 @@ def _replay(
                     f"the event log ends before record {record.sequence}, which the index holds"
                 )
             continue  # the index holds its effects already
-        if index is not None and not index.in_batch:
-            index.begin()
-        feed.observe(record.sequence, event, state.apply(event))
-        last = event
-        if index is not None and record.sequence % REPLAY_BATCH == 0:
-            feed.write_pending()
-            index.commit(record.sequence, event_crc(event), rest_of(state))
-    if index is not None and index.in_batch and last is not None:
-        feed.write_pending()
-        index.commit(journal.stats().last_sequence, event_crc(last), rest_of(state))
+        applier.apply(record.sequence, event)
+        if record.sequence % REPLAY_BATCH == 0:
+            applier.end_batch(record.sequence)
+    applier.end_batch(journal.stats().last_sequence)
     return recent

@@ -8,11 +8,18 @@ added) or ``object.version_deleted`` (a DELETE named a version id). The event's 
 is its record's, and ``event_id`` is made from it, so it is stable across redeliveries and
 restarts. A bucket deleted with ``force`` yields no per-object events (docs/events.md).
 
-Readers (the SSE stream, webhooks) ask for events after a sequence: the newest
-``RECENT`` are answered from memory, older ones from the event log's files
-(``service.events.log``, on the executor). Lines go to the files every ``FLUSH_SECONDS`` (a
-background job) and are fsynced before every snapshot (``sync``); at start the events of
-replayed records past the log's end are derived again, so none is lost to a crash.
+Every event names its bucket's identity (``bucket_id``), and readers ask for one bucket's
+events by identity (``service.events.scope``): a bucket deleted and created again under its
+name never sees the other's events.
+
+Readers (the SSE stream, webhooks) ask for events after a sequence, one bounded slice at a
+time: a read looks at no more than ``SCAN_LIMIT`` events and returns no more than its
+``limit`` (``SLICE_EVENTS`` by default), so no reader holds the event loop for long however
+far behind it is. The newest ``RECENT`` are answered from memory, older ones from the event
+log's files (``service.events.log``): read, parsed and filtered on the executor, never on
+the loop. Lines go to the files every ``FLUSH_SECONDS`` (a background job) and are fsynced
+before every snapshot (``sync``); at start the events of replayed records past the log's end
+are derived again, so none is lost to a crash.
 
 Retention: a file of the log goes once all its events are older than
 ``events_retention_seconds`` AND more than ``events_retention_count`` newer events exist,
@@ -26,27 +33,33 @@ executor thread); everything else on the event-loop thread.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor
-from typing import Any, NamedTuple
+from typing import Any
 
 from fsseam.fs import FileSystem
 from service.common.timefmt import rfc3339_ms
 from service.events.log import EventLog
-from service.meta import ObjectVersion, Outcome, events
+from service.events.scope import BucketScope, FeedEvent, encode, parse_line
+from service.events.turns import ReplayTurns
+from service.meta import ObjectVersion, Outcome, records
 
 log = logging.getLogger("service.events")
 
 RECENT = 10_000
 """Newest events kept in memory (beyond them, readers go to the files)."""
 FLUSH_SECONDS = 0.2
-SCAN_LIMIT = 5_000
+SCAN_LIMIT = 2_048
 """Most events one read looks at (a bucket filter may keep few of them)."""
+SLICE_EVENTS = 256
+"""Most events one read returns unless the reader asks for fewer (or more, up to
+``SCAN_LIMIT``): a stream sends one slice per turn (``service.events.turns``)."""
+
+__all__ = ["EVENT_TYPES", "SLICE_EVENTS", "BucketScope", "EventFeed", "FeedEvent", "derive"]
 
 CREATED = "object.created"
 DELETED = "object.deleted"
@@ -55,29 +68,23 @@ VERSION_DELETED = "object.version_deleted"
 EVENT_TYPES = (CREATED, DELETED, MARKER_CREATED, VERSION_DELETED)
 
 
-class FeedEvent(NamedTuple):
-    """One event: what filters need, and its JSON body (one line, newline-terminated)."""
+def derive(
+    sequence: int,
+    event: Mapping[str, Any],
+    outcome: Outcome,
+    bucket_id_of: Callable[[str], str | None],
+) -> dict[str, Any] | None:
+    """The object event a committed record made, or None (not an object change, refused).
 
-    sequence: int
-    bucket: str
-    key: str
-    type: str
-    body: bytes
-
-    def document(self) -> dict[str, Any]:
-        doc: dict[str, Any] = json.loads(self.body)
-        return doc
-
-
-def derive(sequence: int, event: Mapping[str, Any], outcome: Outcome) -> dict[str, Any] | None:
-    """The object event a committed record made, or None (not an object change, refused)."""
+    ``bucket_id_of`` names the identity of a bucket in the state the record was applied to
+    (an accepted object change implies its bucket exists there)."""
     kind = event.get("type")
     version = outcome.value
     if not outcome.ok or not isinstance(version, ObjectVersion):
         return None
-    if kind in (events.OBJECT_STORED, events.UPLOAD_COMPLETED):
+    if kind in (records.OBJECT_STORED, records.UPLOAD_COMPLETED):
         event_type = CREATED
-    elif kind == events.OBJECT_DELETED:
+    elif kind == records.OBJECT_DELETED:
         if event.get("version_id") is not None:
             event_type = VERSION_DELETED
         elif version.is_delete_marker:
@@ -92,16 +99,13 @@ def derive(sequence: int, event: Mapping[str, Any], outcome: Outcome) -> dict[st
         "sequence": sequence,
         "type": event_type,
         "bucket": version.bucket,
+        "bucket_id": bucket_id_of(version.bucket) or "",
         "key": version.key,
         "version_id": version.version_id,
         "size_bytes": version.size,
         "etag": version.sha256 or None,
         "time": rfc3339_ms(at if isinstance(at, int) else 0),
     }
-
-
-def _feed_event(doc: Mapping[str, Any], body: bytes) -> FeedEvent:
-    return FeedEvent(doc["sequence"], doc["bucket"], doc["key"], doc["type"], body)
 
 
 class EventFeed:
@@ -115,8 +119,10 @@ class EventFeed:
         segment_events: int,
         retention_seconds: float,
         retention_count: int,
+        recent: int = RECENT,
     ) -> None:
         self._log = EventLog(fs, directory, segment_events)
+        self._recent_limit = recent
         self._retention_ms = round(retention_seconds * 1000)
         self._retention_count = retention_count
         self._recent: deque[FeedEvent] = deque()
@@ -138,6 +144,8 @@ class EventFeed:
         """Called with each new event (on the loop thread, after it joined the feed)."""
         self.derived = 0
         """Events derived since start (replayed ones included)."""
+        self.turns = ReplayTurns()
+        """The turns streams take to send their slices (``service.events.turns``)."""
 
     # -- start and observe ---------------------------------------------------------------
 
@@ -152,17 +160,24 @@ class EventFeed:
         self._log.forget_after(sequence)
         self._written_through = self._last_sequence = self._log.last_sequence
 
-    def observe(self, sequence: int, event: Mapping[str, Any], outcome: Outcome) -> None:
-        """Note the event a committed record made, if any (records in journal order)."""
+    def observe(
+        self,
+        sequence: int,
+        event: Mapping[str, Any],
+        outcome: Outcome,
+        bucket_id_of: Callable[[str], str | None],
+    ) -> None:
+        """Note the event a committed record made, if any (records in journal order, each
+        once applied to the state whose ``bucket_id_of`` is given)."""
         if sequence <= self._last_sequence:
             return
-        doc = derive(sequence, event, outcome)
+        doc = derive(sequence, event, outcome, bucket_id_of)
         if doc is None:
             return
-        body = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        body = encode(doc)
         at = event.get("at")
         self._unwritten.append((sequence, at if isinstance(at, int) else 0, body))
-        item = _feed_event(doc, body)
+        item = FeedEvent(sequence, doc["bucket"], doc["bucket_id"], doc["key"], doc["type"], body)
         self._recent.append(item)
         self._last_sequence = sequence
         for listener in self.listeners:
@@ -177,7 +192,7 @@ class EventFeed:
     def _trim(self) -> None:
         """Keep ``RECENT`` events in memory, never dropping one not yet in the files."""
         recent = self._recent
-        while len(recent) > RECENT and recent[0].sequence <= self._written_through:
+        while len(recent) > self._recent_limit and recent[0].sequence <= self._written_through:
             recent.popleft()
 
     # -- files ---------------------------------------------------------------------------
@@ -285,40 +300,71 @@ class EventFeed:
         return self._log.event_count() + len(self._unwritten)
 
     async def read(
-        self, after: int, executor: Executor, bucket: str | None = None, limit: int = 500
+        self,
+        after: int,
+        executor: Executor,
+        scope: BucketScope | None = None,
+        limit: int = SLICE_EVENTS,
     ) -> tuple[list[FeedEvent], int]:
-        """Events after ``after`` (of ``bucket`` only, when given), at most ``limit``, and
-        the sequence the read got through (the next ``after``). Raises ``LookupError`` when
-        ``after`` is below ``covered_after`` (the events are gone)."""
+        """One slice: events after ``after`` (of ``scope``'s bucket only, when given), at
+        most ``limit``, from at most ``SCAN_LIMIT`` looked at, and the sequence the read got
+        through (the next ``after``). Raises ``LookupError`` when ``after`` is below
+        ``covered_after`` (the events are gone).
+
+        From memory when it holds the next event, else from the files on ``executor``
+        (up to where memory starts: every event before the first one in memory is
+        written)."""
         if after < self.covered_after:
             raise LookupError(after)
+        first_recent = self._recent[0].sequence if self._recent else None
+        if first_recent is not None and after + 1 >= first_recent:
+            return self._read_recent(after, scope, limit)
+        ceiling = first_recent - 1 if first_recent is not None else self._written_through
+        loop = asyncio.get_running_loop()
+        found, through = await loop.run_in_executor(
+            executor, self._read_files, after, ceiling, scope, limit
+        )
+        if after < self.covered_after:
+            raise LookupError(after)  # retention dropped them while we read
+        return found, through
+
+    def _read_recent(
+        self, after: int, scope: BucketScope | None, limit: int
+    ) -> tuple[list[FeedEvent], int]:
+        recent = self._recent
+        start = _first_after(recent, after)
         found: list[FeedEvent] = []
         through = after
-        first_recent = self._recent[0].sequence if self._recent else None
-        if first_recent is None or after + 1 < first_recent:
-            # Older than memory holds: from the files, up to where memory starts (every
-            # event before the first one in memory is written).
-            ceiling = first_recent - 1 if first_recent is not None else self._written_through
-            loop = asyncio.get_running_loop()
-            lines = await loop.run_in_executor(executor, self._log.read, after, SCAN_LIMIT, ceiling)
-            if after < self.covered_after:
-                raise LookupError(after)  # retention dropped them while we read
-            for line in lines:
-                item = _feed_event(json.loads(line), line)
-                through = item.sequence
-                if bucket is None or item.bucket == bucket:
-                    found.append(item)
-                    if len(found) >= limit:
-                        return found, through
-            if len(lines) >= SCAN_LIMIT or first_recent is None:
-                return found, through if len(lines) >= SCAN_LIMIT else max(through, ceiling)
-            through = max(through, ceiling)
-        for item in _after(self._recent, through):
+        for index in range(start, min(len(recent), start + SCAN_LIMIT)):
+            item = recent[index]
             through = item.sequence
-            if bucket is None or item.bucket == bucket:
+            if scope is None or scope.holds(item):
                 found.append(item)
                 if len(found) >= limit:
                     break
+        return found, through
+
+    def _read_files(
+        self, after: int, ceiling: int, scope: BucketScope | None, limit: int
+    ) -> tuple[list[FeedEvent], int]:
+        """The file half of ``read`` (blocking: on the executor). Lines of an older log
+        get the identity ``scope`` claims them for (``service.events.scope``)."""
+        lines = self._log.read(after, SCAN_LIMIT, ceiling)
+        found: list[FeedEvent] = []
+        through = after
+        for sequence, line in lines:
+            through = sequence
+            try:
+                item = parse_line(line, scope)
+            except (ValueError, KeyError, TypeError):
+                log.error("event log: the line of sequence %d is damaged; skipped", sequence)
+                continue
+            if scope is None or scope.holds(item):
+                found.append(item)
+                if len(found) >= limit:
+                    return found, through
+        if len(lines) < SCAN_LIMIT:
+            through = max(through, ceiling)  # every line up to the ceiling was looked at
         return found, through
 
     async def wait(self, after: int, timeout: float) -> None:
@@ -336,8 +382,8 @@ class EventFeed:
                 self._waiters.remove(waiter)
 
 
-def _after(recent: deque[FeedEvent], after: int) -> list[FeedEvent]:
-    """The events of ``recent`` with a sequence above ``after`` (found by bisection)."""
+def _first_after(recent: deque[FeedEvent], after: int) -> int:
+    """The index of the first event of ``recent`` with a sequence above ``after``."""
     low, high = 0, len(recent)
     while low < high:
         middle = (low + high) // 2
@@ -345,4 +391,4 @@ def _after(recent: deque[FeedEvent], after: int) -> list[FeedEvent]:
             low = middle + 1
         else:
             high = middle
-    return [recent[index] for index in range(low, min(len(recent), low + SCAN_LIMIT))]
+    return low

@@ -21,6 +21,11 @@ again the events of every replayed record past the log's last line. A file is fs
 it is sealed, so only the last file can lose lines to a power cut: it is read whole at open
 and cut at its first bad line.
 
+Reading: a read finds each line's sequence from its first bytes (``line_sequence``: the
+writer puts ``sequence`` second) and parses nothing else; it starts at the mark nearest before
+its resume point (``_Marks``: where a line starts, about every ``MARK_BYTES``, noted by earlier
+reads), so a slice costs the same wherever it lies in the log.
+
 Every file operation goes through the ``fsseam`` seam. Methods block: call them from an
 executor thread (or before serving). Thread-safety: one writer thread at a time (the feed's
 flush lock); ``read`` may run concurrently with appends because it never reads past the
@@ -29,22 +34,28 @@ sequence the caller knows to be written.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import errno
 import json
 import logging
 import os
+import re
+import threading
 from dataclasses import dataclass
-from datetime import datetime
 
-from fsseam.fs import FileSystem, WritableFile
+from fsseam.fs import FileSystem, ReadableFile, WritableFile
+from service.events.scope import time_ms as event_time_ms
 
 log = logging.getLogger("service.events")
 
 SUFFIX = ".events"
-READ_CHUNK = 1024 * 1024
+READ_CHUNK = 256 * 1024
 TAIL_BYTES = 64 * 1024
 """Bytes read from the end of a sealed file at open, for its newest event."""
+MARK_BYTES = 64 * 1024
+"""A read notes where a line starts about every this many bytes of a file (``_Marks``)."""
+_SEQUENCE = re.compile(rb'"sequence":([0-9]{1,18})[,}]')
 
 
 @dataclass(slots=True)
@@ -73,14 +84,54 @@ def _parse(line: bytes) -> dict[str, object] | None:
     return doc
 
 
-def _time_ms(value: object) -> int:
-    """An event's RFC 3339 ``time`` in ms since the epoch (0 when unreadable)."""
-    if not isinstance(value, str):
-        return 0
-    try:
-        return round(datetime.fromisoformat(value).timestamp() * 1000)
-    except ValueError:
-        return 0
+def line_sequence(line: bytes) -> int | None:
+    """The sequence of a whole line, read from its first bytes (the log's writer puts it
+    second, after ``event_id``) without parsing the rest; None if it is not a line of the
+    log. The reader parses only the lines it returns.
+
+    >>> line_sequence(b'{"event_id":"ev_000000000000002a","sequence":42,"type":"x"}\\n')
+    42
+    >>> line_sequence(b'{"event_id":"ev_0') is None
+    True
+    """
+    if not line.endswith(b"\n"):
+        return None
+    found = _SEQUENCE.search(line, 0, 96)
+    if found is not None:
+        return int(found[1])
+    doc = _parse(line)
+    return None if doc is None else int(doc["sequence"])  # type: ignore[call-overload]
+
+
+class _Marks:
+    """Where reads may start: for each file, ``(sequence, offset)`` of a line about every
+    ``MARK_BYTES``, noted by the reads as they pass (so a file is scanned from its start at
+    most once per process). Reads run on several executor threads: a lock guards them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_path: dict[str, list[tuple[int, int]]] = {}
+
+    def before(self, path: str, after: int) -> int:
+        """The offset of the last noted line whose sequence is at most ``after`` (0: none)."""
+        with self._lock:
+            marks = self._by_path.get(path)
+            if not marks:
+                return 0
+            index = bisect.bisect_right(marks, (after, 1 << 62)) - 1
+            return marks[index][1] if index >= 0 else 0
+
+    def note(self, path: str, sequence: int, offset: int) -> None:
+        """The line at ``offset`` has ``sequence``; kept if far enough past the last mark."""
+        with self._lock:
+            marks = self._by_path.setdefault(path, [])
+            if offset >= (marks[-1][1] if marks else 0) + MARK_BYTES:
+                marks.append((sequence, offset))
+
+    def forget(self, path: str) -> None:
+        """The file was cut or removed: its marks no longer hold."""
+        with self._lock:
+            self._by_path.pop(path, None)
 
 
 class EventLog:
@@ -94,6 +145,7 @@ class EventLog:
         self._writer: WritableFile | None = None
         self._dirty: set[str] = set()
         self._sync_failed = False
+        self._marks = _Marks()
         self.last_sequence = 0
         """Sequence of the newest line written (``covered_after`` when there is none)."""
 
@@ -145,7 +197,7 @@ class EventLog:
             return self._scan(segment)
         segment.count = self._segment_events
         segment.last_sequence = int(doc["sequence"])  # type: ignore[call-overload]
-        segment.last_time_ms = _time_ms(doc.get("time"))
+        segment.last_time_ms = event_time_ms(doc.get("time"))
         return segment
 
     def _scan(self, segment: Segment) -> Segment:
@@ -163,7 +215,7 @@ class EventLog:
             good += len(line)
             segment.count += 1
             segment.last_sequence = int(doc["sequence"])  # type: ignore[call-overload]
-            segment.last_time_ms = _time_ms(doc.get("time"))
+            segment.last_time_ms = event_time_ms(doc.get("time"))
         if good < len(data):
             log.warning("event log %s: cut %d bytes of a torn tail", segment.path, len(data) - good)
             self._fs.truncate(segment.path, good)
@@ -179,6 +231,7 @@ class EventLog:
         while len(self._segments) > 1 and self._segments[-1].first > sequence:
             segment = self._segments.pop()
             self._fs.unlink(segment.path)
+            self._marks.forget(segment.path)
         segment = self._segments[-1]
         if segment.last_sequence > sequence:
             self._cut_segment(segment, sequence)
@@ -194,6 +247,7 @@ class EventLog:
             data = source.read()
         finally:
             source.close()
+        self._marks.forget(segment.path)
         kept, segment.count, segment.last_sequence, segment.last_time_ms = 0, 0, 0, 0
         for line in data.splitlines(keepends=True):
             doc = _parse(line)
@@ -202,7 +256,7 @@ class EventLog:
             kept += len(line)
             segment.count += 1
             segment.last_sequence = int(doc["sequence"])  # type: ignore[call-overload]
-            segment.last_time_ms = _time_ms(doc.get("time"))
+            segment.last_time_ms = event_time_ms(doc.get("time"))
         self._fs.truncate(segment.path, kept)
 
     @property
@@ -291,12 +345,14 @@ class EventLog:
 
     # -- read ----------------------------------------------------------------------------
 
-    def read(self, after: int, limit: int, through: int) -> list[bytes]:
-        """Up to ``limit`` lines with ``after < sequence <= through``, in order.
+    def read(self, after: int, limit: int, through: int) -> list[tuple[int, bytes]]:
+        """Up to ``limit`` ``(sequence, line)`` with ``after < sequence <= through``, in order.
 
-        ``through`` must be a sequence known to be written (the caller's flushed mark).
+        ``through`` must be a sequence known to be written (the caller's flushed mark). The
+        read starts at the mark nearest before ``after`` (``_Marks``) and reads on in
+        chunks, so its cost is that of the lines it returns, wherever they are in the log.
         """
-        lines: list[bytes] = []
+        lines: list[tuple[int, bytes]] = []
         segments = [s for s in self._segments if s.last_sequence > after and s.first <= through]
         for segment in segments:
             try:
@@ -304,21 +360,46 @@ class EventLog:
             except FileNotFoundError:
                 continue  # dropped by retention meanwhile; the caller rechecks coverage
             try:
-                data = source.read()
+                if self._read_segment(source, segment.path, after, limit, through, lines):
+                    return lines
             finally:
                 source.close()
-            for line in data.splitlines(keepends=True):
-                doc = _parse(line) if line.endswith(b"\n") else None
-                if doc is None:
-                    break
-                sequence = int(doc["sequence"])  # type: ignore[call-overload]
-                if sequence > through:
-                    return lines
-                if sequence > after:
-                    lines.append(line)
-                    if len(lines) >= limit:
-                        return lines
         return lines
+
+    def _read_segment(
+        self,
+        source: ReadableFile,
+        path: str,
+        after: int,
+        limit: int,
+        through: int,
+        lines: list[tuple[int, bytes]],
+    ) -> bool:
+        """Add the segment's lines in range to ``lines``; True once no later line can be."""
+        offset = self._marks.before(path, after)
+        source.seek(offset)
+        pending = b""
+        while True:
+            chunk = source.read(READ_CHUNK)
+            if not chunk:
+                return False
+            data = pending + chunk
+            start = 0
+            while (end := data.find(b"\n", start)) >= 0:
+                line = data[start : end + 1]
+                sequence = line_sequence(line)
+                if sequence is None:
+                    return True  # a torn last line (cut at the next start): nothing after it
+                self._marks.note(path, sequence, offset + start)
+                if sequence > through:
+                    return True
+                if sequence > after:
+                    lines.append((sequence, line))
+                    if len(lines) >= limit:
+                        return True
+                start = end + 1
+            pending = data[start:]
+            offset += start
 
     # -- retention -----------------------------------------------------------------------
 
@@ -337,6 +418,7 @@ class EventLog:
             if hold_after is not None and oldest.last_sequence > hold_after:
                 break
             self._fs.unlink(oldest.path)
+            self._marks.forget(oldest.path)
             self._segments.pop(0)
             dropped += 1
         if dropped:

@@ -2,7 +2,8 @@
 
 Access keys (HTTP Basic) cost one dict lookup and one SHA-256 compare, never an Argon2 run,
 and their last use is noted in memory only (journaled in batches, see ``meta.accounts``);
-bearer tokens are HMAC-checked; presigned URLs are checked by the object handler, which
+bearer tokens are HMAC-checked (a media fleet job token is the one in
+``service.http.job_credentials``); presigned URLs are checked by the object handler, which
 knows the method and object they must match (``presigned_principal``). The user behind
 every credential is looked up on every request, so revoking a key or disabling a user
 takes effect at once: nothing about a credential's validity is cached.
@@ -34,8 +35,10 @@ from service.auth import (
     verify_presigned,
     verify_token,
 )
+from service.auth.job_tokens import is_job_token
 from service.common.timefmt import now_ms
 from service.engine.key_usage import KeyUsage
+from service.http.job_credentials import job_principal
 from service.meta import MetaState, User
 
 PRESIGN_PARAMS = ("X-Expires", "X-Credential", "X-Signature")
@@ -97,6 +100,8 @@ def _authenticate(
         key_usage.touch(key_id, now_ms())
         return _principal(user, key_id, "access_key")
     token = parse_bearer_authorization(header)
+    if token is not None and is_job_token(token):
+        return job_principal(state, server_secret, token, time.time())
     if token is not None:
         claims = verify_token(server_secret, token, time.time())
         if isinstance(claims, TokenError):

@@ -13,18 +13,23 @@ Thread-safety: handlers live on the event-loop thread.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 import tornado.web
 
 from service.auth import Action, Principal, Resource, Scope, authorize
-from service.common.api_errors import ApiError
-from service.common.wire import HEADER_REQUEST_ID, HEADER_RETRY_AFTER
+from service.common.api_errors import ApiError, ServiceError
+from service.common.wire import HEADER_REQUEST_ID
 from service.context import AppContext
+from service.http.admission import ClientGone, slots_refusal, wait_while_connected
+from service.http.audit_hook import AuditedAnswer
 from service.http.authn import authenticate
+from service.http.cross_site import cross_site_refusal
 from service.http.h1_exchange import H1Exchange
 from service.http.json_body import load_json_object
 from service.http.request_contract import (
@@ -33,10 +38,14 @@ from service.http.request_contract import (
     record_finished,
     render_error,
     request_id_for,
+    response_head,
     tornado_error,
     valid_request_id,
 )
+from service.http.served_content import SANDBOX_HEADERS
+from service.limits.fair_slots import SlotsFull
 from service.meta import MetaState
+from service.observability import FinishedRequest
 
 log = logging.getLogger("service.http")
 
@@ -45,6 +54,7 @@ BODYLESS_METHODS = ("GET", "HEAD", "DELETE")
 __all__ = [
     "BODYLESS_METHODS",
     "ApiHandler",
+    "Home",
     "NotFoundHandler",
     "authorize_action",
     "new_request_id",
@@ -70,12 +80,26 @@ def authorize_action(
         authorize(principal, action, Resource.service())
 
 
-class ApiHandler(tornado.web.RequestHandler):
-    """Base of every API handler."""
+class Home(enum.Enum):
+    """Where a route's answer lives (``ApiHandler.home``)."""
+
+    ANY = "any serving process"
+    """What every process holds: the payloads and the object index."""
+    JOURNAL = "the process that writes the journal"
+    """Its memory: the event feed, the job runner, the login throttle, the creations in
+    flight, the carried hashes of multipart uploads, every process's figures. A process
+    without it forwards the request there (``service.procs.forward``)."""
+
+
+class ApiHandler(AuditedAnswer, tornado.web.RequestHandler):
+    """Base of every API handler (recorded in the audit log at its answer:
+    ``service.http.audit_hook``)."""
 
     ctx: AppContext
     route_name: str = "unknown"
     """The route template used as the metrics label (never the raw path)."""
+    home: Home = Home.ANY
+    """Where the answer lives; a route of ``Home.JOURNAL`` is forwarded by a worker."""
     public: bool = False
     """Served without credentials (health, presigned and share requests decide themselves)."""
     principal: Principal
@@ -93,18 +117,32 @@ class ApiHandler(tornado.web.RequestHandler):
         self.bytes_in = 0
         self.bytes_out = 0
         self.holds_upload_slot = False
-        self.set_header(HEADER_REQUEST_ID, self.request_id)
+        self.holds_stream_slot = False
+        for name, value in response_head(self.request_id):
+            self.set_header(name, value)
         self.cors_headers = ctx.cors.headers(self.request.headers.get("Origin"))
         for name, value in self.cors_headers:
             self.set_header(name, value)
         ctx.requests_in_flight.add(self)
 
     async def prepare(self) -> None:
-        """Cap bodies of body-less methods, then authenticate every non-public request."""
+        """Cap bodies of body-less methods, refuse cross-site writes, then authenticate
+        every non-public request."""
         if self.request.method in BODYLESS_METHODS:
             self.set_max_body_size(0)
+        refusal = cross_site_refusal(
+            self.request, self.ctx.cors, self.ctx.config.public_url, self.presigned()
+        )
+        if refusal is not None:
+            raise refusal
         if not self.public:
+            self.audit_reached = True  # authentication starts: the answer is recorded
             self.set_principal(self.authenticate())
+
+    def presigned(self) -> bool:
+        """Whether the request's own URL is its credential (a presigned request of a route
+        that takes one): such requests are exempt from the cross-site check."""
+        return False
 
     def authenticate(self) -> Principal:
         """The caller's principal (overridden where presigned or share URLs are accepted)."""
@@ -134,16 +172,47 @@ class ApiHandler(tornado.web.RequestHandler):
         """May the caller do ``action`` (on ``bucket``)? See ``authorize_action``."""
         authorize_action(self.ctx.engine.state, self.principal, action, bucket=bucket)
 
-    # -- upload slots -----------------------------------------------------------------
+    # -- upload and stream slots -------------------------------------------------------
 
-    def acquire_upload_slot(self) -> None:
-        """Take one of the caller's upload slots (``service.limits.upload_slots``), or 503."""
-        principal = getattr(self, "principal", None)
-        owner = principal.user_id if principal is not None else "-"
-        problem = self.ctx.uploads_in_flight.acquire(self, owner)
-        if problem is not None:
-            raise ApiError("ServiceUnavailable", problem, headers={HEADER_RETRY_AFTER: "2"})
+    def slot_owner(self) -> str:
+        """Whose per-user caps this request counts against: its principal's user; a media
+        fleet job token's own job (as its open sessions do, ``job_credentials``: a busy
+        fleet neither waits for its owner's uploads nor makes them wait)."""
+        principal: Principal | None = getattr(self, "principal", None)
+        if principal is None:
+            return "-"
+        if principal.via == "job":
+            return "job:" + principal.credential_id.partition("#")[0]
+        return principal.user_id
+
+    async def wait_for_slot(self, waiting: Awaitable[None]) -> None:
+        """Wait for a slot before the body is read (``service.http.admission``): 429 or 503
+        when none came within ``SERVICE_QUEUE_WAIT``; a client that left ends the request."""
+        try:
+            await wait_while_connected(self.request, waiting)
+        except SlotsFull as full:
+            raise slots_refusal(full) from None
+        except ClientGone:
+            self.close_connection()
+            self.set_status(499, "Client Closed Request")  # for the access log only
+            raise tornado.web.Finish() from None
+
+    async def acquire_upload_slot(self) -> None:
+        """Take one of the caller's upload slots (``service.limits.upload_slots``)."""
+        slots = self.ctx.uploads_in_flight
+        await self.wait_for_slot(slots.acquire(self, self.slot_owner(), self.ctx.config.queue_wait))
         self.holds_upload_slot = True
+
+    async def acquire_stream_slot(self) -> None:
+        """Take one of the caller's event-stream slots (``SERVICE_MAX_STREAMS_PER_USER``)."""
+        owner = self.slot_owner()
+        await self.wait_for_slot(self.ctx.stream_slots.acquire(owner, self.ctx.config.queue_wait))
+        self.holds_stream_slot = True
+
+    def release_stream_slot(self) -> None:
+        if self.holds_stream_slot:
+            self.holds_stream_slot = False
+            self.ctx.stream_slots.release(self.slot_owner())
 
     def touch_upload(self) -> None:
         """Record that the body has delivered ``bytes_in`` so far (the watchdog reads it)."""
@@ -163,17 +232,20 @@ class ApiHandler(tornado.web.RequestHandler):
             connection.close()  # type: ignore[attr-defined]
 
     def set_default_headers(self) -> None:
-        self.set_header("Server", "service")
         self.set_header("Cache-Control", "no-store")
+        for name, value in SANDBOX_HEADERS:  # no answer of the API is a page that runs
+            self.set_header(name, value)
 
     def clear(self) -> None:
-        """Reset headers and body (Tornado calls this before an error) but keep the request
-        id and the CORS headers; the body bytes counted so far are dropped with the body."""
+        """Reset headers and body (Tornado calls this before an error) but keep the head
+        (``response_head``) and the CORS headers; the body bytes counted so far are dropped
+        with the body."""
         super().clear()
         self.bytes_out = 0
         request_id = getattr(self, "request_id", None)
         if request_id:
-            self.set_header(HEADER_REQUEST_ID, request_id)
+            for name, value in response_head(request_id):
+                self.set_header(name, value)
         for name, value in getattr(self, "cors_headers", ()):
             self.set_header(name, value)
 
@@ -198,21 +270,23 @@ class ApiHandler(tornado.web.RequestHandler):
 
     # -- errors -----------------------------------------------------------------------
 
-    def send_api_error(self, error: ApiError) -> None:
+    def send_api_error(
+        self, error: ServiceError, extra_headers: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         """Answer with ``error`` in the contract's shape (headers only for HEAD)."""
         if self._finished:
             return
         self.clear()
         answer = render_error(error, self.request_id, with_body=self.request.method != "HEAD")
         self.set_status(answer.status)
-        for name, value in answer.headers:
+        for name, value in (*answer.headers, *extra_headers):
             self.set_header(name, value)
         self.finish(answer.body or None)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc_info = kwargs.get("exc_info")
         error = exc_info[1] if exc_info else None
-        if isinstance(error, ApiError):
+        if isinstance(error, ServiceError):
             self.send_api_error(error)
             return
         if isinstance(error, tornado.web.HTTPError):
@@ -222,7 +296,7 @@ class ApiHandler(tornado.web.RequestHandler):
         self.send_api_error(ApiError("InternalError", "internal error"))
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        if isinstance(value, ApiError):
+        if isinstance(value, ServiceError):
             return
         if isinstance(value, tornado.web.HTTPError) and value.status_code < 500:
             return
@@ -231,23 +305,27 @@ class ApiHandler(tornado.web.RequestHandler):
     # -- accounting -------------------------------------------------------------------
 
     def on_finish(self) -> None:
+        self.release_stream_slot()
         record_finished(
             self.ctx.requests_in_flight,
             self.ctx,
             self,
-            request_id=self.request_id,
-            route=self.route_name,
-            method=self.request.method or "-",
-            status=self.get_status(),
-            started_at=self.started_at,
-            bytes_in=self.bytes_in or len(self.request.body or b""),
-            bytes_out=self.bytes_out,
-            credential=self.credential_id,
-            remote=self.request.remote_ip,
+            FinishedRequest(
+                self.request_id,
+                self.request.method or "-",
+                self.route_name,
+                self.get_status(),
+                self.bytes_in or len(self.request.body or b""),
+                self.bytes_out,
+                time.perf_counter() - self.started_at,
+                self.credential_id,
+                self.request.remote_ip,
+            ),
         )
 
     def on_connection_close(self) -> None:
         """The client went away: nothing is left to finish for it."""
+        self.release_stream_slot()
         self.ctx.requests_in_flight.discard(self)
         super().on_connection_close()
 

@@ -6,8 +6,8 @@ server, the body's size), then the body streams through a ``BodyPipe`` to a read
 that stages the members (``service.ops.batch``); the commits and the answer follow once the
 body ended. The answer is 200 with one outcome per member, in stream order: the Object, or
 ``{"key", "error": {"code", "message", "status"}}`` for a member refused by its own checks
-(as S3's multi-object delete reports each key). A body that is not a valid tar stores
-nothing and is 400 InvalidArgument.
+(as S3's multi-object delete reports each key). A body that is not a well-formed tar
+stores nothing and is 400 InvalidArgument.
 
 Thread-safety: event-loop thread only (the reader thread sees only the pipe).
 """
@@ -18,13 +18,13 @@ import asyncio
 from typing import Any
 
 from service.auth import Action
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, status_of
 from service.common.names import key_problem
 from service.common.numbers import MAX_DIGITS, require_int
 from service.http.body_pipe import BodyPipe, in_own_thread
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
-from service.ops.batch import BatchLimits, MemberFailure, Outcome, store_batch
+from service.ops.batch import BatchLimits, MemberFailure, MemberStored, Outcome, store_batch
 from service.ops.buckets import require_bucket
 
 ROUTE = "/api/v1/buckets/{bucket}/batch"
@@ -32,8 +32,20 @@ TAR_TYPES = frozenset({"application/x-tar", "application/tar"})
 MAX_CONTENT_LENGTH = 10**MAX_DIGITS - 1
 
 
-def batch_prefix(value: str) -> str:
-    """The ``prefix`` query argument, checked as the start of a key (empty is fine)."""
+def batch_prefix(values: list[bytes] | None) -> str:
+    """The ``prefix`` query argument (its last value, percent-decoded bytes), checked as
+    the start of a key (empty is fine). Read raw: Tornado's ``get_query_argument`` would
+    turn control characters into spaces and strip whitespace, storing keys the client did
+    not name.
+
+    >>> batch_prefix([b" a/"]), batch_prefix(None)
+    (' a/', '')
+    """
+    raw = values[-1] if values else b""
+    try:
+        value = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiError("InvalidKey", "prefix: key must be valid UTF-8") from None
     if value and (problem := key_problem(value)):
         raise ApiError("InvalidKey", f"prefix: {problem}")
     return value
@@ -45,7 +57,7 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
         error = outcome.error
         return {
             "key": outcome.key,
-            "error": {"code": error.code, "message": error.message, "status": error.status},
+            "error": {"code": error.code, "message": error.message, "status": status_of(error)},
         }
     return object_json(outcome.version)
 
@@ -63,22 +75,12 @@ class BatchHandler(StreamingBodyHandler):
         self.bucket_name = self.path_kwargs["bucket"]
         await super().prepare_request()
         ctx = self.ctx
-        headers = self.request.headers
-        declared = headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-        if declared and declared not in TAR_TYPES:
-            raise ApiError("InvalidArgument", "the body must be a tar stream (application/x-tar)")
-        length_header = headers.get("Content-Length")
-        if length_header is not None:
-            length = require_int(length_header, "Content-Length", 0, MAX_CONTENT_LENGTH)
-            if length > ctx.config.max_object_bytes:
-                raise ApiError("EntityTooLarge", "the batch is larger than the server accepts")
-        prefix = batch_prefix(self.get_query_argument("prefix", ""))
+        self.check_tar_headers()
+        prefix = batch_prefix(self.request.query_arguments.get("prefix"))
         self.authorize(Action.OBJECT_WRITE, bucket=self.bucket_name)
         ctx.engine.ensure_writable()
         require_bucket(ctx.engine, self.bucket_name)
-        self.acquire_upload_slot()
-        self.set_max_body_size(ctx.config.max_object_bytes)
-        pipe = self.pipe = BodyPipe(asyncio.get_running_loop())
+        pipe = await self.open_pipe()
         limits = BatchLimits(max_member_bytes=ctx.config.max_object_bytes)
         self.job = asyncio.ensure_future(
             store_batch(
@@ -91,6 +93,26 @@ class BatchHandler(StreamingBodyHandler):
             )
         )
         self.job.add_done_callback(_retrieve)
+
+    def check_tar_headers(self) -> None:
+        """The body's declared type (a tar stream) and length (within the object limit)."""
+        headers = self.request.headers
+        declared = headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+        if declared and declared not in TAR_TYPES:
+            raise ApiError("InvalidArgument", "the body must be a tar stream (application/x-tar)")
+        length_header = headers.get("Content-Length")
+        if length_header is not None:
+            length = require_int(length_header, "Content-Length", 0, MAX_CONTENT_LENGTH)
+            if length > self.ctx.config.max_object_bytes:
+                raise ApiError("EntityTooLarge", "the batch is larger than the server accepts")
+
+    async def open_pipe(self) -> BodyPipe:
+        """Take an upload slot (waiting for one as ``acquire_upload_slot`` does) and open
+        the pipe the body is read from (once every check passed)."""
+        await self.acquire_upload_slot()
+        self.set_max_body_size(self.ctx.config.max_object_bytes)
+        pipe = self.pipe = BodyPipe(asyncio.get_running_loop())
+        return pipe
 
     def can_drain_body(self) -> bool:
         """A refusal before the body waits for it also when it is chunked (as batches from
@@ -119,13 +141,15 @@ class BatchHandler(StreamingBodyHandler):
         self.pipe.end()
         self.release_upload_slot()  # the body is in: what is left is the server's own work
         outcomes = await self.job
-        stored = sum(1 for outcome in outcomes if not isinstance(outcome, MemberFailure))
+        stored = [outcome.version for outcome in outcomes if isinstance(outcome, MemberStored)]
+        if stored:  # each member is a PUT in the figures (docs/batch.md)
+            self.ctx.performance.record_stored(len(stored), sum(each.size for each in stored))
         self.send_json(
             200,
             {
                 "results": [outcome_json(outcome) for outcome in outcomes],
-                "stored": stored,
-                "failed": len(outcomes) - stored,
+                "stored": len(stored),
+                "failed": len(outcomes) - len(stored),
             },
         )
 

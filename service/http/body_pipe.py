@@ -1,6 +1,6 @@
 """A request body handed from the event loop to one reader thread, with back-pressure.
 
-A batch upload's tar stream is parsed by ``tarfile``, which reads a file object and blocks;
+A batch upload's tar stream is read by a thread (``service.ops.batch``) that blocks on it;
 the body arrives on the event loop through ``data_received``. ``BodyPipe`` joins the two:
 the loop ``feed``s chunks in, the reader thread ``read``s them out like a socket (whatever is
 there, waiting only when nothing is). Memory is bounded: once ``HIGH_WATER_BYTES`` are queued

@@ -2,38 +2,45 @@
 
 Each event is ``id: <sequence>`` and ``data: <the event as JSON>``. ``Last-Event-ID`` (sent by
 a reconnecting browser) or ``?since=SEQ`` resumes after that sequence; without either the
-stream starts with the next event. A resume point older than the retained events is 410
+stream starts with the next event. A resume point is 1 to 18 ASCII digits
+(``service.common.numbers``), nothing else. One older than the retained events is 410
 EventsExpired before the stream starts; if retention overtakes a reader mid-stream (it fell
 more than the whole retention behind), the stream ends with an ``event: error`` whose data is
-the same error body; it ends too when the bucket is deleted. A comment line every
-``HEARTBEAT_SECONDS`` keeps proxies from closing an idle stream and finds clients that went
-away.
+the same error body.
+
+The frames come from ``service.events.stream``: a backlog in slices, one per turn; the
+stream authorised for as long as it is open (``service.http.stream_authority``): it ends
+with an ``event: end`` naming the reason once its key, user, token, role or bucket no longer
+allow it. A stream follows its bucket's identity, not its name: a bucket deleted and created
+again is another bucket.
 
 A stream is not counted among the requests a graceful stop waits for (it never ends by
-itself); the stop ends it (``service.http.open_streams``): the response finishes cleanly and
+itself); the stop ends it (``service.limits.open_streams``): the response finishes cleanly and
 the client reconnects with ``Last-Event-ID``.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 from tornado.iostream import StreamClosedError
 
 from service.auth import Action
 from service.common.api_errors import ApiError
-from service.http.base import ApiHandler
+from service.common.numbers import MAX_DIGITS, require_int
+from service.events.scope import BucketScope
+from service.events.stream import EventStream
+from service.http.base import ApiHandler, Home
 from service.http.request_contract import render_error
+from service.http.stream_authority import stream_authority
 from service.ops.buckets import require_bucket
 
-HEARTBEAT_SECONDS = 15.0
-MAX_SEQUENCE_DIGITS = 19
+MAX_SEQUENCE = 10**MAX_DIGITS - 1
 
 
 def parse_sequence(raw: str, name: str) -> int:
-    """A resume point: ASCII digits of bounded length, else 400 InvalidArgument."""
-    text = raw.strip()
-    if not text or len(text) > MAX_SEQUENCE_DIGITS or not (text.isascii() and text.isdigit()):
-        raise ApiError("InvalidArgument", f"{name} must be a sequence number (decimal digits)")
-    return int(text)
+    """A resume point: 1 to 18 ASCII digits, nothing around them, else 400 InvalidArgument."""
+    return require_int(raw, name, 0, MAX_SEQUENCE)
 
 
 def expired(after: int, covered_after: int) -> ApiError:
@@ -46,54 +53,53 @@ def expired(after: int, covered_after: int) -> ApiError:
 
 class BucketEventsHandler(ApiHandler):
     route_name = "/api/v1/buckets/{bucket}/events"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET",)
 
     def _resume_after(self) -> int | None:
         header = self.request.headers.get("Last-Event-ID")
         if header is not None:
             return parse_sequence(header, "Last-Event-ID")
-        since = self.get_query_argument("since", None)
+        since = self.get_query_argument("since", None, strip=False)
         return None if since is None else parse_sequence(since, "since")
+
+    def _expired_frame(self, after: int) -> bytes:
+        error = expired(after, self.ctx.engine.events.covered_after)
+        return b"event: error\ndata: " + render_error(error, self.request_id).body + b"\n\n"
 
     async def get(self, bucket: str) -> None:
         self.authorize(Action.BUCKET_READ, bucket=bucket)
         engine = self.ctx.engine
-        require_bucket(engine, bucket)
+        scope = BucketScope.of(require_bucket(engine, bucket))
         feed = engine.events
         requested = self._resume_after()
         after = feed.last_sequence if requested is None else requested
         if after < feed.covered_after:
             raise expired(after, feed.covered_after)
+        await self.acquire_stream_slot()  # SERVICE_MAX_STREAMS_PER_USER: wait, then 429
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
         self.set_header("X-Accel-Buffering", "no")
         self.ctx.requests_in_flight.discard(self)
         streams = self.ctx.streams
         streams.opened(self)
+        stream = EventStream(
+            feed,
+            engine.executor,
+            scope,
+            after,
+            authority=stream_authority(
+                lambda: engine.state, self.ctx.server_secret, self.request, self.principal, scope
+            ),
+            stopping=lambda: streams.stopping,
+            wait_or_stop=streams.wait_or_stop,
+            expired=self._expired_frame,
+        )
         try:
             self.write(": stream of object events\n\n")
             await self.flush()
-            while (
-                not streams.stopping
-                and engine.journal is not None
-                and engine.state.get_bucket(bucket) is not None
-            ):
-                try:
-                    items, after = await feed.read(after, engine.executor, bucket)
-                except LookupError:
-                    error = expired(after, feed.covered_after)
-                    body = render_error(error, self.request_id).body
-                    self.write(b"event: error\ndata: " + body + b"\n\n")
-                    break
-                for item in items:
-                    self.write(f"id: {item.sequence}\ndata: ".encode() + item.body + b"\n")
-                if items:
-                    self.bytes_out += sum(len(item.body) for item in items)
-                    await self.flush()
-                    continue
-                before = feed.last_sequence
-                await streams.wait_or_stop(feed.wait(after, HEARTBEAT_SECONDS))
-                if feed.last_sequence == before and not streams.stopping:
-                    self.write(": keep-alive\n\n")
+            async with contextlib.aclosing(stream.frames()) as frames:
+                async for frame in frames:
+                    self.write(frame)  # counted in ``bytes_out`` by ``ApiHandler.write``
                     await self.flush()
             self.finish()
         except StreamClosedError:

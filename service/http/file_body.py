@@ -28,9 +28,10 @@ from concurrent.futures import Executor
 from tornado.iostream import StreamClosedError
 
 from fsseam.fs import ReadableFile
+from service.common.sizes import CHUNK_BYTES
 from service.http.h1_exchange import H1Exchange
 
-BUFFER_BYTES = 256 * 1024
+BUFFER_BYTES = CHUNK_BYTES
 _MAX_BYTES_PER_JOB = 64 * 1024 * 1024
 WRITABLE_WAIT_MS = 10
 """How long an executor thread waits for a full socket buffer to drain before it hands the

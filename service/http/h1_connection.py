@@ -25,8 +25,9 @@ Rules of this module:
    connection through ``H1Exchange.close``.
 3. Refusals are the contract's (``service.http.protocol.refusal_bytes``): an unparsable
    request, a head over ``max_header_size``, a version other than HTTP/1.x, an HTTP/1.1
-   request without ``Host``, a ``Transfer-Encoding`` other than ``chunked``, a body over the
-   request's limit (413, or 400 for a method that takes no body). The answer carries an
+   request without one good ``Host`` (``service.http.host``), a ``Transfer-Encoding``
+   other than ``chunked``, a body over the request's limit (413, or 400 for a method that
+   takes no body). The answer carries an
    ``X-Request-Id`` (the client's, when valid) and ``Connection: close``; then the write
    side is shut and what the client still sends is read and dropped for up to
    ``LINGER_SECONDS`` / ``LINGER_BYTES`` before the socket closes, so a client that sends
@@ -53,6 +54,7 @@ from tornado.netutil import is_valid_ip
 from service.common.api_errors import ApiError
 from service.common.wire import HEADER_REQUEST_ID
 from service.http.h1_exchange import H1Exchange, RequestContext, closed_future
+from service.http.host import host_problem
 from service.http.protocol import (
     BODYLESS,
     LINGER_BYTES,
@@ -223,8 +225,9 @@ class H1Protocol(asyncio.Protocol):
         method = parser.get_method().decode("latin-1")
         target = b"".join(self._url).decode("latin-1")
         start_line = httputil.RequestStartLine(method, target, f"HTTP/{version}")
-        if version == "1.1" and "Host" not in headers:
-            raise Refused("InvalidArgument", "an HTTP/1.1 request must carry a Host header")
+        problem = host_problem(start_line.version, headers.get_list("Host"))
+        if problem is not None:
+            raise Refused("InvalidArgument", problem)
         encoding = headers.get("Transfer-Encoding")
         if encoding is not None and encoding.lower() != "chunked":
             raise Refused(

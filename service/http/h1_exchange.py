@@ -11,7 +11,8 @@ for byte what they were: chunked output for an HTTP/1.1 answer without ``Content
 (not for HEAD, 1xx, 204, 304), ``Connection: close`` when the connection will close,
 ``Connection: Keep-Alive`` for an HTTP/1.0 client that asked for it, a HEAD or 304 answer
 carries no body, and writing more or fewer bytes than ``Content-Length`` is an
-``HTTPOutputError`` that closes the connection.
+``HTTPOutputError`` that closes the connection. Every answer carries exactly one
+``Server`` header (``SERVER_NAME``), whoever built it.
 
 A write's future resolves once the connection's send buffer is empty (the transport's
 buffer limit is 0, so ``pause_writing`` / ``resume_writing`` say exactly that): a handler
@@ -31,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from tornado import httputil
 from tornado.iostream import StreamClosedError
+
+from service.http.request_contract import SERVER_NAME
 
 if TYPE_CHECKING:
     from service.http.h1_connection import H1Protocol
@@ -118,6 +121,7 @@ class H1Exchange(httputil.HTTPConnection):
             headers["Connection"] = "Keep-Alive"
         if self.chunking:
             headers["Transfer-Encoding"] = "chunked"
+        headers["Server"] = SERVER_NAME  # one, whoever built the answer (a proxy too)
         if request.method == "HEAD" or code == 304:
             self.expected_remaining = 0
         elif "Content-Length" in headers:
@@ -148,6 +152,7 @@ class H1Exchange(httputil.HTTPConnection):
         fields: dict[str, str] = {}
         for name, value in headers:
             fields[normalize_name(name)] = value
+        fields["Server"] = SERVER_NAME
         request = self.start_line
         self.answer_started = True
         bodyless = request.method == "HEAD" or code in _NO_BODY_STATUSES or code < 200

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from service import __version__
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 
 
 class HealthHandler(ApiHandler):
     route_name = "/health"
+    home = Home.JOURNAL
     public = True
     SUPPORTED_METHODS = ("GET", "HEAD")
 
@@ -16,6 +17,9 @@ class HealthHandler(ApiHandler):
         reasons = []
         if engine.read_only_reason is not None:
             reasons.append("journal read-only: " + engine.read_only_reason)
+        audit = self.ctx.audit_log
+        if audit is not None and audit.failed:
+            reasons.append("the audit log cannot record requests (a write failed): restart")
         corrupt = len(self.ctx.scrub.current_corrupt())
         if corrupt:
             reasons.append(

@@ -8,7 +8,7 @@ a failed login's lockout answers 401 with ``Retry-After`` (the contract has no 4
 the last active admin can be neither disabled, demoted nor deleted (409 InvalidState), so
 the server can never lock its operators out. Usernames are unique and logged in with
 without regard to case, and a user holds a bounded number of access keys
-(``service.http.caps``).
+(``service.limits.caps``).
 
 Thread-safety: event-loop thread only.
 """
@@ -43,10 +43,11 @@ from service.common.api_errors import ApiError
 from service.common.header_fields import require_content_type
 from service.common.names import key_problem
 from service.common.timefmt import now_ms, rfc3339_ms, rfc3339_seconds
+from service.common.wire import API_PREFIX, MAX_ACCESS_KEY_NAME
 from service.http.authn import BEARER_CHALLENGE
-from service.http.base import ApiHandler
-from service.http.caps import MAX_ACCESS_KEYS_PER_USER, fold, user_by_any_case
-from service.meta import AccessKey, MetaState, User, events
+from service.http.base import ApiHandler, Home
+from service.limits.caps import MAX_ACCESS_KEYS_PER_USER, fold, user_by_any_case
+from service.meta import AccessKey, MetaState, User, records
 from service.ops.buckets import outcome_error, require_bucket
 
 USERNAME_PATTERN = re.compile(r"^[A-Za-z0-9._@-]{3,64}$")
@@ -54,7 +55,6 @@ ROLES = ("admin", "user")
 USER_STATUSES = ("active", "disabled")
 USER_PATCH_FIELDS = ("password", "status", "role")
 KEY_STATUSES = ("active", "revoked")
-MAX_KEY_NAME = 128
 
 
 def user_json(user: User) -> dict[str, Any]:
@@ -100,10 +100,12 @@ def refuse_losing_the_last_admin(state: MetaState, user: User) -> None:
 
 class LoginHandler(ApiHandler):
     route_name = "/api/v1/auth/login"
+    home = Home.JOURNAL
     public = True
     SUPPORTED_METHODS = ("POST",)
 
     async def post(self) -> None:
+        self.audit_reached = True  # a login is an authentication: recorded, pass or fail
         body = self.json_body()
         username, password = require_string(body, "username"), require_string(body, "password")
         ctx = self.ctx
@@ -117,6 +119,7 @@ class LoginHandler(ApiHandler):
                 headers={"Retry-After": str(int(wait) + 1), **BEARER_CHALLENGE},
             )
         user = user_by_any_case(ctx.engine.state, username)
+        self.audit_principal = {"user_id": user.user_id if user is not None else None}
         # No stored password is longer, so an overlong one is wrong without an Argon2 run.
         valid = len(password) <= MAX_PASSWORD_CHARS and await verify_password(
             user.password_hash if user else None, password, ctx.engine.executor
@@ -163,7 +166,7 @@ class UsersHandler(ApiHandler):
             password_hash = await hash_password(password, engine.executor)
             user_id = "u_" + secrets.token_hex(8)
             outcome = await engine.commit(
-                events.user_created(
+                records.user_created(
                     user_id=user_id,
                     username=username,
                     password_hash=password_hash,
@@ -229,7 +232,7 @@ class UserHandler(ApiHandler):
             refuse_losing_the_last_admin(engine.state, user)
         if changes:
             outcome = await engine.commit(
-                events.user_updated(user_id=user_id, changes=changes, at=now_ms())
+                records.user_updated(user_id=user_id, changes=changes, at=now_ms())
             )
             if not outcome.ok:
                 raise outcome_error(outcome)
@@ -238,7 +241,7 @@ class UserHandler(ApiHandler):
     async def delete(self, user_id: str) -> None:
         authorize(self.principal, Action.USER_DELETE, Resource.user(user_id))
         refuse_losing_the_last_admin(self.ctx.engine.state, self.require_user(user_id))
-        outcome = await self.ctx.engine.commit(events.user_deleted(user_id=user_id, at=now_ms()))
+        outcome = await self.ctx.engine.commit(records.user_deleted(user_id=user_id, at=now_ms()))
         if not outcome.ok:
             raise outcome_error(outcome)
         self.set_status(204)
@@ -247,6 +250,7 @@ class UserHandler(ApiHandler):
 
 class AccessKeysHandler(ApiHandler):
     route_name = "/api/v1/access-keys"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "POST")
 
     def get(self) -> None:
@@ -272,7 +276,11 @@ class AccessKeysHandler(ApiHandler):
         body = self.json_body()
         user_id = body.get("user_id", self.principal.user_id)
         name = body.get("name", "")
-        if not isinstance(user_id, str) or not isinstance(name, str) or len(name) > MAX_KEY_NAME:
+        if (
+            not isinstance(user_id, str)
+            or not isinstance(name, str)
+            or len(name) > MAX_ACCESS_KEY_NAME
+        ):
             raise ApiError("InvalidArgument", "user_id and name must be strings (name <= 128)")
         authorize(self.principal, Action.ACCESS_KEY_CREATE, Resource.access_key(user_id))
         engine = self.ctx.engine
@@ -284,7 +292,7 @@ class AccessKeysHandler(ApiHandler):
             "access keys", user_id, held, MAX_ACCESS_KEYS_PER_USER
         ):
             outcome = await engine.commit(
-                events.access_key_created(
+                records.access_key_created(
                     access_key_id=key_id,
                     user_id=user_id,
                     name=name,
@@ -303,6 +311,7 @@ class AccessKeysHandler(ApiHandler):
 
 class AccessKeyHandler(ApiHandler):
     route_name = "/api/v1/access-keys/{access_key_id}"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "PATCH", "DELETE")
 
     def require_key(self, access_key_id: str, action: Action) -> AccessKey:
@@ -325,7 +334,7 @@ class AccessKeyHandler(ApiHandler):
             raise ApiError("InvalidArgument", 'the body must be {"status": "active"|"revoked"}')
         engine = self.ctx.engine
         outcome = await engine.commit(
-            events.access_key_updated(access_key_id=key.access_key_id, status=status, at=now_ms())
+            records.access_key_updated(access_key_id=key.access_key_id, status=status, at=now_ms())
         )
         if not outcome.ok:
             raise outcome_error(outcome)
@@ -336,7 +345,7 @@ class AccessKeyHandler(ApiHandler):
     async def delete(self, access_key_id: str) -> None:
         key = self.require_key(access_key_id, Action.ACCESS_KEY_DELETE)
         outcome = await self.ctx.engine.commit(
-            events.access_key_deleted(access_key_id=key.access_key_id, at=now_ms())
+            records.access_key_deleted(access_key_id=key.access_key_id, at=now_ms())
         )
         if not outcome.ok:
             raise outcome_error(outcome)
@@ -379,7 +388,7 @@ class PresignHandler(ApiHandler):
             content_type if method == "PUT" else None,
         )
         base = self.ctx.config.public_url or f"{self.request.protocol}://{self.request.host}"
-        path = f"/api/v1/buckets/{quote(bucket, safe='')}/objects/{quote(key, safe='/')}"
+        path = f"{API_PREFIX}/buckets/{quote(bucket, safe='')}/objects/{quote(key, safe='/')}"
         self.send_json(
             200,
             {

@@ -24,17 +24,17 @@ from service.common.api_errors import ApiError
 from service.common.header_fields import validate_custom_metadata
 from service.http.base import ApiHandler
 from service.http.identity import require_string
-from service.media.image_variants import Variant
-from service.media.images import (
+from service.http.served_content import served_headers
+from service.media.image_params import (
     ImageError,
     ImageParameterError,
     ImageParams,
-    ImageTooLargeError,
-    UndecodableImageError,
     default_target_key,
     parse_json,
     parse_query,
 )
+from service.media.image_variants import Variant
+from service.media.images import ImageTooLargeError, UndecodableImageError
 from service.meta import ObjectVersion
 from service.ops.objects import PutIntent, require_key, resolve_version, store_server_made
 
@@ -109,6 +109,8 @@ class ImageHandler(ImageHandlerBase):
         self.set_header("X-Image-Width", str(variant.width))
         self.set_header("X-Image-Height", str(variant.height))
         self.set_header("X-Image-Cache", "hit" if variant.from_cache else "miss")
+        for name, value in served_headers(variant.content_type, key):
+            self.set_header(name, value)
         if etag_matches(self.request.headers.get("If-None-Match"), variant.sha256):
             self.set_status(304)
             self.finish()

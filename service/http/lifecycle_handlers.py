@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from service.auth import Action
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 from service.ops.lifecycle_rules import parse_rules, rules_document, set_rules
 
 
@@ -35,6 +35,7 @@ class BucketLifecycleHandler(ApiHandler):
 
 class LifecycleRunHandler(ApiHandler):
     route_name = "/api/v1/system/lifecycle/run"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("POST",)
 
     async def post(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.auth import Action
+from service.auth.policy import authorize_key
 from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms, rfc3339_ms
 from service.common.wire import (
@@ -16,14 +17,15 @@ from service.common.wire import (
     NULL_VERSION_ID,
     QUERY_PART_NUMBER,
 )
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 from service.http.bucket_handlers import decode_cursor, encode_cursor, parse_limit
-from service.http.caps import MAX_OPEN_UPLOADS_PER_USER
+from service.http.job_credentials import job_uploads_held
 from service.http.object_handlers import parse_expected_sha256
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
+from service.limits.caps import MAX_OPEN_UPLOADS_PER_USER
 from service.meta import PartInfo, UploadSession
-from service.multipart.in_place import Claim, direct_parts_of
+from service.multipart.in_place import Claim
 from service.multipart.operations import (
     abort_upload,
     complete_upload,
@@ -57,20 +59,25 @@ def part_json(part: PartInfo) -> dict[str, Any]:
 
 class MultipartInitHandler(ApiHandler):
     route_name = "/api/v1/multipart/init"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("POST",)
 
     async def post(self) -> None:
         body = self.json_body()
-        bucket = body.get("bucket")
+        bucket, key = body.get("bucket"), body.get("key")
         if isinstance(bucket, str):
             self.authorize(Action.MULTIPART_CREATE, bucket=bucket)
+            text_key = key if isinstance(key, str) else ""
+            authorize_key(self.principal, Action.MULTIPART_CREATE, bucket, text_key)
         owner = self.principal.user_id
         engine = self.ctx.engine
         now = now_ms()
-        held = sum(1 for s in engine.state.uploads() if s.owner == owner and s.expires_at > now)
-        with self.ctx.reservations.within_cap(
-            "open multipart uploads", owner, held, MAX_OPEN_UPLOADS_PER_USER
-        ):
+        if self.principal.grant is not None:
+            counted, held, cap = job_uploads_held(engine.state, self.principal, now)
+        else:
+            counted, cap = owner, MAX_OPEN_UPLOADS_PER_USER
+            held = sum(1 for s in engine.state.uploads() if s.owner == owner and s.expires_at > now)
+        with self.ctx.reservations.within_cap("open multipart uploads", counted, held, cap):
             session = await start_upload(engine, owner, body)
         self.send_json(201, session_json(session))
 
@@ -128,6 +135,7 @@ def session_marker(cursor: str | None) -> tuple[str, int, str] | None:
 
 class MultipartSessionHandler(ApiHandler):
     route_name = "/api/v1/multipart/{upload_id}"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "DELETE")
 
     def session(self, upload_id: str, action: Action) -> UploadSession:
@@ -144,19 +152,21 @@ class MultipartSessionHandler(ApiHandler):
 
     async def delete(self, upload_id: str) -> None:
         session = self.session(upload_id, Action.MULTIPART_ABORT)
-        await abort_upload(self.ctx.engine, session)
+        await abort_upload(self.ctx.uploads, session)
         self.set_status(204)
         self.finish()
 
 
 class MultipartCompleteHandler(ApiHandler):
     route_name = "/api/v1/multipart/{upload_id}/complete"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("POST",)
 
     async def post(self, upload_id: str) -> None:
         session = open_session(self.ctx.engine, upload_id)
         self.authorize(Action.MULTIPART_COMPLETE, bucket=session.bucket)
-        version = await complete_upload(self.ctx.engine, session, self.json_body())
+        version = await complete_upload(self.ctx.uploads, session, self.json_body())
+        self.ctx.performance.record_stored(1, version.size)  # one object stored, as a PUT
         self.set_header("ETag", f'"{version.sha256}"')
         self.set_header(HEADER_VERSION_ID, version.version_id or NULL_VERSION_ID)
         self.send_json(200, object_json(version))
@@ -177,6 +187,7 @@ class MultipartPartHandler(StreamingBodyHandler):
         upload_id = self.path_kwargs["upload_id"]
         session = open_session(self.ctx.engine, upload_id)
         self.authorize(Action.MULTIPART_UPLOAD_PART, bucket=session.bucket)
+        authorize_key(self.principal, Action.MULTIPART_UPLOAD_PART, session.bucket, session.key)
         self.part_number = parse_part_number(
             self.get_query_argument(QUERY_PART_NUMBER, None, strip=False)
         )
@@ -187,7 +198,7 @@ class MultipartPartHandler(StreamingBodyHandler):
         engine.ensure_writable()
         self.upload_session = session
         room = part_quota_room(engine, session)
-        direct = direct_parts_of(engine)
+        direct = self.ctx.uploads.in_place
         self.claim = await direct.claim(session, self.part_number, self.declared_length())
         create = None if self.claim is None else direct.writer(self.claim)
         try:
@@ -207,7 +218,7 @@ class MultipartPartHandler(StreamingBodyHandler):
         try:
             staged, _, _ = await self.finish_body()
             part = await store_part(
-                self.ctx.engine,
+                self.ctx.uploads,
                 self.upload_session,
                 self.part_number,
                 staged,
@@ -230,4 +241,4 @@ class MultipartPartHandler(StreamingBodyHandler):
     def release_claim(self) -> None:
         claim, self.claim = self.claim, None
         if claim is not None:
-            direct_parts_of(self.ctx.engine).release(claim)
+            self.ctx.uploads.in_place.release(claim)

@@ -1,7 +1,7 @@
 """``/api/v1/buckets/{bucket}/notifications``: a bucket's webhooks and their delivery status.
 
 Read and replaced by the bucket's owner (``bucket:read`` / ``bucket:update``). Secrets are
-never returned; each webhook shows its ``status`` (``service.events.webhooks``).
+never returned; each webhook shows its ``status`` (``service.upkeep.webhooks``).
 """
 
 from __future__ import annotations
@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from service.auth import Action
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 from service.ops.buckets import require_bucket
 from service.ops.notifications import parse_webhooks, set_webhooks
 
 
 class BucketNotificationsHandler(ApiHandler):
     route_name = "/api/v1/buckets/{bucket}/notifications"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "PUT", "DELETE")
 
     def _document(self, bucket: str) -> dict[str, Any]:

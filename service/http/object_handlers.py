@@ -110,6 +110,9 @@ class ObjectHandler(StreamingBodyHandler):
         if self.request.method == "PUT":
             await self.prepare_put()
 
+    def presigned(self) -> bool:
+        return is_presigned(self.request)
+
     def authenticate(self) -> Principal:
         """A presigned URL stands in for credentials on exactly its method and object."""
         if is_presigned(self.request):

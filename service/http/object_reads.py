@@ -24,7 +24,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from http.client import responses
 from typing import Any
@@ -41,23 +41,31 @@ from tornado.httputil import (
 from tornado.iostream import StreamClosedError
 
 from service.auth import Action, Principal
-from service.common.api_errors import ApiError
-from service.common.timefmt import http_date, now_ms
+from service.auth.policy import authorize_key
+from service.common.api_errors import ApiError, ServiceError
+from service.common.sizes import CHUNK_BYTES
 from service.common.wire import HEADER_REQUEST_ID, QUERY_VERSION_ID
 from service.context import AppContext
+from service.http.audit_hook import failed
 from service.http.authn import authenticate, is_presigned, presigned_principal
 from service.http.base import authorize_action
 from service.http.file_body import send_file_body
 from service.http.h1_exchange import H1Exchange
 from service.http.read_plan import ReadPlan, plan_read
-from service.http.request_contract import record_finished, render_error, request_id_for
+from service.http.request_contract import (
+    record_finished,
+    render_error,
+    request_id_for,
+    response_head,
+)
 from service.meta import ObjectVersion
+from service.observability import FinishedRequest
 from service.ops.objects import read_small_window, read_window_now, resolve_version
 
 log = logging.getLogger("service.http")
 
 READ_METHODS = ("GET", "HEAD")
-SMALL_BODY_BYTES = 256 * 1024
+SMALL_BODY_BYTES = CHUNK_BYTES
 """Bodies up to this size are read in one piece (or come from the payload cache); larger
 ones stream through ``send_file_body``."""
 
@@ -69,6 +77,8 @@ class ReadTarget:
     version: ObjectVersion
     credential_id: str | None
     extra_headers: tuple[tuple[str, str], ...] = ()
+    principal: Principal | None = None
+    """Who asked (the audit record's ``principal``)."""
 
 
 Resolve = Callable[[AppContext, HTTPServerRequest, Mapping[str, str]], ReadTarget]
@@ -109,8 +119,9 @@ def resolve_object_read(
     else:
         principal = authenticate(state, ctx.engine.key_usage, ctx.server_secret, request)
     authorize_action(state, principal, Action.OBJECT_READ, bucket=bucket)
+    authorize_key(principal, Action.OBJECT_READ, bucket, key)
     version = resolve_version(ctx.engine, bucket, key, query_argument(request, QUERY_VERSION_ID))
-    return ReadTarget(version, principal.credential_id)
+    return ReadTarget(version, principal.credential_id, principal=principal)
 
 
 class ObjectReadRouter(tornado.routing.Router):
@@ -193,6 +204,9 @@ class ObjectRead(HTTPMessageDelegate):
         self.bytes_out = 0
         self.credential_id: str | None = None
         self.task: asyncio.Task[None] | None = None
+        self.target: ReadTarget | None = None
+        self.audit_reached = False
+        """Authentication started: the answer is recorded (``service.http.audit_hook``)."""
 
     def headers_received(
         self, start_line: RequestStartLine | ResponseStartLine, headers: HTTPHeaders
@@ -206,9 +220,7 @@ class ObjectRead(HTTPMessageDelegate):
         try:
             rest = self.answer()
         except Exception as error:
-            self.fail(error)
-            self.done()
-            return
+            rest = self.fail(error)
         if rest is None:
             self.done()
         else:
@@ -221,37 +233,41 @@ class ObjectRead(HTTPMessageDelegate):
         try:
             await rest
         except Exception as error:
-            self.fail(error)
+            refusal = self.fail(error)
+            if refusal is not None:
+                await refusal
         finally:
             self.done()
 
-    def fail(self, error: Exception) -> None:
-        """Answer a refusal in the contract's shape; log anything unexpected."""
-        if isinstance(error, ApiError):
-            self.send_error(error)
-        elif isinstance(error, StreamClosedError):
-            return
-        else:
-            log.error("request %s failed", self.request_id, exc_info=error)
-            if self.status == 0:
-                self.send_error(ApiError("InternalError", "internal error"))
-            else:
-                self.connection.close()
+    def fail(self, error: Exception) -> Coroutine[Any, Any, None] | None:
+        """Answer a refusal in the contract's shape; log anything unexpected. What is left
+        to await when the refusal's audit record must be on disk first."""
+        if isinstance(error, ServiceError):
+            return self.send_error(error)
+        if isinstance(error, StreamClosedError):
+            return None
+        log.error("request %s failed", self.request_id, exc_info=error)
+        if self.status == 0:
+            return self.send_error(ApiError("InternalError", "internal error"))
+        self.connection.close()
+        return None
 
     def done(self) -> None:
         record_finished(
             self.ctx.requests_in_flight,
             self.ctx,
             self,
-            request_id=self.request_id,
-            route=self.router.route_name,
-            method=self.request.method or "-",
-            status=self.status,
-            started_at=self.started_at,
-            bytes_in=0,
-            bytes_out=self.bytes_out,
-            credential=self.credential_id,
-            remote=self.request.remote_ip,
+            FinishedRequest(
+                self.request_id,
+                self.request.method or "-",
+                self.router.route_name,
+                self.status,
+                0,
+                self.bytes_out,
+                time.perf_counter() - self.started_at,
+                self.credential_id,
+                self.request.remote_ip,
+            ),
         )
 
     def answer(self) -> Coroutine[Any, Any, None] | None:
@@ -260,7 +276,8 @@ class ObjectRead(HTTPMessageDelegate):
             name: path_argument(self.path_kwargs, name, code)
             for name, code in self.router.argument_codes.items()
         }
-        target = self.router.resolve(self.ctx, self.request, path)
+        self.audit_reached = True
+        target = self.target = self.router.resolve(self.ctx, self.request, path)
         self.credential_id = target.credential_id
         version = target.version
         # A plain dict: looking up an absent name in HTTPHeaders costs a KeyError.
@@ -268,6 +285,9 @@ class ObjectRead(HTTPMessageDelegate):
         plan = plan_read(version, request_headers, head=self.request.method == "HEAD")
         headers = [*plan.headers, *target.extra_headers]
         window = plan.window
+        recorded = self.audit(plan.status, window.length)
+        if recorded is not None:
+            return self.answer_recorded(recorded, version, plan, headers)
         if window.length == 0:
             self.write_head(plan.status, headers, b"")
         elif window.length <= SMALL_BODY_BYTES:
@@ -283,6 +303,61 @@ class ObjectRead(HTTPMessageDelegate):
             return self.send_large(version, plan, headers)
         self.connection.finish()
         return None
+
+    async def answer_recorded(
+        self,
+        recorded: Awaitable[Any],
+        version: ObjectVersion,
+        plan: ReadPlan,
+        headers: list[tuple[str, str]],
+    ) -> None:
+        """The answer once its audit record is on disk (strict; ``audit``)."""
+        try:
+            await recorded
+        except ApiError:
+            self.audit_reached = False  # the refusal that follows is not recorded either
+            raise
+        if plan.window.length > SMALL_BODY_BYTES:
+            await self.send_large(version, plan, headers)
+        elif plan.window.length:
+            await self.send_small(version, plan, headers)
+        else:
+            self.write_head(plan.status, headers, b"")
+            self.connection.finish()
+
+    def audit(self, status: int, length: int) -> Awaitable[Any] | None:
+        """Record this read (``service.audit.trail``) if it is recorded; what to await
+        before answering (strict durability), or None."""
+        trail, method = self.ctx.audit, self.request.method or "-"
+        if not self.audit_reached or not trail.wanted(self.router.route_name, method, status):
+            return None
+        target = self.target
+        version = target.version if target is not None else None
+        arguments: dict[str, Any]
+        if version is not None:
+            arguments = {"bucket": version.bucket, "key": version.key}
+        else:
+            arguments = {
+                name: value.decode("utf-8", "replace")
+                for name, value in self.path_kwargs.items()
+                if name in ("bucket", "key") and value is not None
+            }
+        token = self.path_kwargs.get("token")
+        try:
+            return trail.record(
+                self.request,
+                route=self.router.route_name,
+                request_id=self.request_id,
+                status=status,
+                principal=target.principal if target is not None else None,
+                path_arguments=arguments,
+                bytes_in=0,
+                bytes_out=length,
+                response_version_id=None if version is None else version.version_id or "null",
+                share_token=token.decode("utf-8", "replace") if token else None,
+            )
+        except ApiError as error:
+            return failed(error)
 
     async def send_small(
         self, version: ObjectVersion, plan: ReadPlan, headers: list[tuple[str, str]]
@@ -333,23 +408,46 @@ class ObjectRead(HTTPMessageDelegate):
         self.status = status
         origin = self.request.headers.get("Origin")
         fields = [
-            ("Server", "service"),
-            ("Date", http_date(now_ms() // 1000 * 1000)),
-            (HEADER_REQUEST_ID, self.request_id),
+            *response_head(self.request_id),
             *self.ctx.cors.headers(origin, public=self.router.any_origin),
             *headers,
         ]
         reason = responses.get(status, "Unknown")
         return self.connection.write_response(status, reason, fields, body)
 
-    def send_error(self, error: ApiError) -> None:
-        """Answer with ``error`` in the contract's shape (``request_contract``)."""
+    def send_error(self, error: ServiceError) -> Coroutine[Any, Any, None] | None:
+        """Answer with ``error`` in the contract's shape (``request_contract``), once its
+        audit record is on disk when it is recorded (what to await, then)."""
         answer = render_error(error, self.request_id, with_body=self.request.method != "HEAD")
         body = answer.body
         headers = [*answer.headers, ("Content-Length", str(len(body)))]
         self.bytes_out = len(body)
+        recorded = self.audit(answer.status, len(body))
+        if recorded is not None:
+            return self.send_error_recorded(recorded, answer.status, headers, body)
         try:
             self.write_head(answer.status, headers, body)
+            self.connection.finish()
+        except StreamClosedError:
+            pass
+        return None
+
+    async def send_error_recorded(
+        self,
+        recorded: Awaitable[Any],
+        status: int,
+        headers: list[tuple[str, str]],
+        body: bytes,
+    ) -> None:
+        try:
+            await recorded
+        except ApiError as failure:  # no record, no answer: the audit log's refusal instead
+            self.audit_reached = False
+            refusal = self.send_error(failure)
+            assert refusal is None
+            return
+        try:
+            self.write_head(status, headers, body)
             self.connection.finish()
         except StreamClosedError:
             pass

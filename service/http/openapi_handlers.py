@@ -14,6 +14,20 @@ import json
 from service.http.base import ApiHandler
 from service.openapi import openapi_document, render_html
 
+DOCS_POLICY = "; ".join(
+    (
+        "default-src 'none'",
+        "style-src 'unsafe-inline'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+        "sandbox",
+    )
+)
+"""The docs page is static HTML with one inline stylesheet: nothing on it runs, and it is
+sandboxed like user content (it shows text taken from the contract, but a page of this
+origin should never be able to run anything but the console)."""
+
 
 @functools.cache
 def document_json() -> bytes:
@@ -45,6 +59,6 @@ class DocsHandler(ApiHandler):
     def get(self) -> None:
         body = document_html()
         self.set_header("Content-Type", "text/html; charset=utf-8")
-        self.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+        self.set_header("Content-Security-Policy", DOCS_POLICY)
         self.bytes_out = len(body)
         self.finish(body)

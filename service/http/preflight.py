@@ -3,7 +3,7 @@
 A preflight carries no credentials and names no resource the server must look up, so it
 is answered by ``Preflight``, a plain ``HTTPMessageDelegate`` placed in front of every
 route by ``PreflightRouter`` (a Tornado ``Router``; other methods fall through): 204 with
-the policy's headers (``service.http.cors``), or 403 AccessDenied in the contract's shape
+the policy's headers (``service.limits.cors``), or 403 AccessDenied in the contract's shape
 when the origin is not allowed. Share playback paths allow any origin. An ``OPTIONS`` that is
 not a preflight (no ``Origin`` and ``Access-Control-Request-Method``) goes to its route like
 any other method (405 MethodNotAllowed).
@@ -28,14 +28,19 @@ from tornado.httputil import (
 from tornado.iostream import StreamClosedError
 
 from service.common.api_errors import ApiError
-from service.common.timefmt import http_date, now_ms
-from service.common.wire import HEADER_REQUEST_ID
+from service.common.wire import API_PREFIX, HEADER_REQUEST_ID, VIDEO_PLAY_PATH
 from service.context import AppContext
 from service.http.h1_exchange import H1Exchange
-from service.http.request_contract import record_finished, render_error, request_id_for
+from service.http.request_contract import (
+    record_finished,
+    render_error,
+    request_id_for,
+    response_head,
+)
+from service.observability import FinishedRequest
 
-API_PREFIX = "/api/v1/"
-PLAY_PREFIX = "/api/v1/videos/play/"
+API_PATHS = API_PREFIX + "/"
+PLAY_PATHS = VIDEO_PLAY_PATH + "/"
 ROUTE = "/api/v1/{any} (preflight)"
 
 
@@ -48,7 +53,7 @@ class PreflightRouter(tornado.routing.Router):
     def find_handler(self, request: HTTPServerRequest, **kwargs: Any) -> HTTPMessageDelegate | None:
         if (
             request.method != "OPTIONS"
-            or not request.path.startswith(API_PREFIX)
+            or not request.path.startswith(API_PATHS)
             or "Origin" not in request.headers
             or "Access-Control-Request-Method" not in request.headers
         ):
@@ -75,7 +80,7 @@ class Preflight(HTTPMessageDelegate):
     def finish(self) -> None:
         headers = self.request.headers
         origin = headers.get("Origin", "")
-        public = self.request.path.startswith(PLAY_PREFIX)
+        public = self.request.path.startswith(PLAY_PATHS)
         status, body = 204, b""
         answer = self.ctx.cors.preflight(
             origin, headers.get("Access-Control-Request-Headers"), public=public
@@ -88,9 +93,8 @@ class Preflight(HTTPMessageDelegate):
 
     def send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
         response = HTTPHeaders()
-        response["Server"] = "service"
-        response["Date"] = http_date(now_ms())
-        response[HEADER_REQUEST_ID] = self.request_id
+        for name, value in response_head(self.request_id):
+            response[name] = value
         response["Cache-Control"] = "no-store"
         for name, value in headers:
             response[name] = value
@@ -109,15 +113,17 @@ class Preflight(HTTPMessageDelegate):
             self.ctx.requests_in_flight,
             self.ctx,
             self,
-            request_id=self.request_id,
-            route=ROUTE,
-            method="OPTIONS",
-            status=status,
-            started_at=self.started_at,
-            bytes_in=0,
-            bytes_out=len(body),
-            credential=None,
-            remote=self.request.remote_ip,
+            FinishedRequest(
+                self.request_id,
+                "OPTIONS",
+                ROUTE,
+                status,
+                0,
+                len(body),
+                time.perf_counter() - self.started_at,
+                None,
+                self.request.remote_ip,
+            ),
         )
 
     def on_connection_close(self) -> None:

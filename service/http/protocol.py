@@ -6,7 +6,9 @@ line or header, a bad ``Content-Length``, a body over the request's limit; the c
 the JSON error envelope, 413 EntityTooLarge for a body over its limit (a JSON body over
 1 MiB), 400 otherwise; then ``Connection: close`` and a short lingering close (what the client
 still sends is read and dropped for up to ``LINGER_SECONDS`` / ``LINGER_BYTES``) so the answer
-reaches a client that sends its whole body before it reads.
+reaches a client that sends its whole body before it reads. An HTTP/1.1 request without one
+good ``Host`` is refused the same way (``service.http.host``). Every answer leaves with
+exactly one ``Server`` header, whoever built it (the connection sets it, ``h1_exchange``).
 
 Deadlines: a connection may wait ``idle_timeout`` seconds for the first byte of a request,
 then must finish the request's headers within ``header_deadline`` seconds of that byte
@@ -22,8 +24,7 @@ from collections.abc import Callable
 from http.client import responses
 
 from service.common.api_errors import ApiError
-from service.common.timefmt import http_date, now_ms
-from service.http.request_contract import render_error
+from service.http.request_contract import render_error, response_head
 
 HEADER_DEADLINE_SECONDS = 10.0
 """A request's headers must be complete this long after its first byte (or within half the
@@ -51,11 +52,9 @@ def refusal_bytes(error: ApiError, request_id: str) -> bytes:
     reason = responses.get(answer.status, "Error")
     lines = [
         f"HTTP/1.1 {answer.status} {reason}",
-        "Server: service",
-        f"Date: {http_date(now_ms())}",
+        *(f"{name}: {value}" for name, value in response_head(request_id)),
         *(f"{name}: {value}" for name, value in answer.headers),
         f"Content-Length: {len(answer.body)}",
-        f"X-Request-Id: {request_id}",
         "Connection: close",
     ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + answer.body

@@ -16,8 +16,15 @@ from service.common.header_fields import (
     header_safe_content_type,
     header_safe_name,
 )
-from service.common.timefmt import http_date
-from service.common.wire import HEADER_CHECKSUM_SHA256, HEADER_VERSION_ID, NULL_VERSION_ID
+from service.common.timefmt import http_date, rfc3339_ms
+from service.common.wire import (
+    HEADER_CHECKSUM_SHA256,
+    HEADER_LEGAL_HOLD,
+    HEADER_RETAIN_UNTIL,
+    HEADER_RETENTION_MODE,
+    HEADER_VERSION_ID,
+    NULL_VERSION_ID,
+)
 from service.http.conditions import (
     ByteWindow,
     RangeResult,
@@ -26,6 +33,7 @@ from service.http.conditions import (
     if_range_allows,
     parse_range,
 )
+from service.http.served_content import served_headers
 from service.meta import ObjectVersion
 
 NOTHING = ByteWindow(0, 0)
@@ -42,23 +50,39 @@ class ReadPlan:
 
 
 def object_headers(version: ObjectVersion) -> list[tuple[str, str]]:
-    """The representation headers every read of ``version`` carries (304 included).
+    """The representation headers every read of ``version`` carries (304 included), with
+    the sandbox of user content (``service.http.served_content``).
 
     Stored fields go out in a form a header can always hold (``service.common.header_fields``):
     metadata values outside visible ASCII as RFC 2047 encoded words, a stored content type
     or name that no header may carry (written by an older version) replaced or left out.
     """
+    content_type = header_safe_content_type(version.content_type)
     headers = [
-        ("Content-Type", header_safe_content_type(version.content_type)),
+        ("Content-Type", content_type),
         ("ETag", f'"{version.sha256}"'),
         (HEADER_CHECKSUM_SHA256, version.sha256),
         ("Last-Modified", http_date(version.updated_at)),
         ("Accept-Ranges", "bytes"),
         (HEADER_VERSION_ID, version.version_id or NULL_VERSION_ID),
+        *served_headers(content_type, version.key),
     ]
     for name, value in version.custom_metadata.items():
         if header_safe_name(name) is not None:
             headers.append((f"X-Meta-{name}", encode_header_value(value)))
+    if version.retention_mode is not None or version.legal_hold:
+        headers += lock_headers(version)
+    return headers
+
+
+def lock_headers(version: ObjectVersion) -> list[tuple[str, str]]:
+    """``X-Retention-Mode`` and ``X-Retain-Until`` (RFC 3339) when a retention is set, and
+    ``X-Legal-Hold: on | off``: sent for a version with a retention or a legal hold (the
+    others, most of them, go without: none means no retention and no hold)."""
+    headers = [(HEADER_LEGAL_HOLD, "on" if version.legal_hold else "off")]
+    if version.retention_mode is not None and version.retain_until is not None:
+        headers.append((HEADER_RETENTION_MODE, version.retention_mode))
+        headers.append((HEADER_RETAIN_UNTIL, rfc3339_ms(version.retain_until)))
     return headers
 
 

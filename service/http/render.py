@@ -21,7 +21,25 @@ def bucket_json(bucket: Bucket, usage: Usage) -> dict[str, Any]:
         "created_at": rfc3339_ms(bucket.created_at),
         "updated_at": rfc3339_ms(bucket.updated_at),
         "usage": {"object_count": usage.object_count, "size_bytes": usage.size_bytes},
+        "bucket_id": bucket.bucket_id,
+        "object_lock_enabled": bucket.object_lock_enabled,
+        "default_retention": default_retention_json(bucket),
     }
+
+
+def default_retention_json(bucket: Bucket) -> dict[str, Any] | None:
+    """A bucket's ``default_retention``: ``{"mode", "days"}`` or None."""
+    days = bucket.default_retention_days
+    if bucket.default_retention_mode is None or days is None:
+        return None
+    return {"mode": bucket.default_retention_mode, "days": int(days) if days.is_integer() else days}
+
+
+def retention_json(version: ObjectVersion) -> dict[str, Any] | None:
+    """An object's ``retention``: ``{"mode", "retain_until"}`` or None."""
+    if version.retention_mode is None or version.retain_until is None:
+        return None
+    return {"mode": version.retention_mode, "retain_until": rfc3339_ms(version.retain_until)}
 
 
 def object_json(version: ObjectVersion) -> dict[str, Any]:
@@ -36,6 +54,8 @@ def object_json(version: ObjectVersion) -> dict[str, Any]:
         "custom_metadata": dict(version.custom_metadata),
         "created_at": rfc3339_ms(version.created_at),
         "updated_at": rfc3339_ms(version.updated_at),
+        "retention": retention_json(version),
+        "legal_hold": version.legal_hold,
     }
 
 

@@ -1,19 +1,22 @@
 """The request contract, once: request ids, the error answer, and the finished request.
 
 Every way a request is answered goes through here, whichever path it took: Tornado
-handlers (``service.http.base``), the bare delegates below them (object reads in
+handlers (``service.http.base``; a worker's forwarding to the writer is one of them,
+``service.procs.forward``), the bare delegates below them (object reads in
 ``service.http.object_reads``, CORS preflights), and the connection's own refusals
 (``service.http.protocol``). So the rules the contract sets for every response live in one
 place:
 
 - the request id: the client's ``X-Request-Id`` when it is one we may echo, else ours
   (``request_id_for``);
+- the head every answer starts with: ``Server``, ``Date``, ``X-Request-Id``
+  (``response_head``);
 - the error answer: status, the error's own headers (``Retry-After`` for a hint),
-  ``Cache-Control: no-store``, and the JSON envelope ``{"error": {"code", "message",
-  "request_id"}}`` unless the answer has no body (HEAD, 304) (``render_error``); the log
-  detail goes to the server log, never to the client;
-- the finished request: out of the graceful stop's count, into the metrics and the access
-  log (``record_finished``).
+  ``ERROR_HEADERS`` (never cached, never sniffed, never run), and the JSON envelope
+  ``{"error": {"code", "message", "request_id"}}`` unless the answer has no body (HEAD, 304)
+  (``render_error``); the log detail goes to the server log, never to the client;
+- the finished request: one ``FinishedRequest`` record, out of the graceful stop's count,
+  into the metrics and the access log (``record_finished``).
 
 Pure apart from the log line and ``record_finished``. Thread-safety: the id counter is an
 ``itertools.count`` (atomic under the GIL); everything else runs on the event-loop thread.
@@ -27,14 +30,30 @@ import logging
 import os
 import re
 import secrets
+import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from service.common.api_errors import ApiError, error_body, response_headers
+from service.common.api_errors import (
+    ApiError,
+    ServiceError,
+    error_body,
+    response_headers,
+    status_of,
+)
+from service.common.timefmt import http_date
+from service.common.wire import HEADER_REQUEST_ID
+from service.http.served_content import SANDBOX_HEADERS
+from service.observability import FinishedRequest
 
 log = logging.getLogger("service.http")
 
 JSON_TYPE = "application/json; charset=utf-8"
+SERVER_NAME = "service"
+"""The one ``Server`` header of every answer: the product, never a library or a version."""
+ERROR_HEADERS = (("Cache-Control", "no-store"), *SANDBOX_HEADERS)
+"""What every error answer carries besides the error's own headers: never cached, never
+sniffed as a page (its message may quote what the client sent), never run."""
 
 _REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 _REQUEST_ID_PREFIX = secrets.token_hex(4)
@@ -88,6 +107,26 @@ def request_id_for(incoming: str | None) -> str:
     return new_request_id()
 
 
+def response_head(request_id: str) -> tuple[tuple[str, str], ...]:
+    """The headers every answer starts with, whoever writes it: ``Server``, ``Date`` (this
+    second's, formatted once a second) and ``X-Request-Id``."""
+    return (("Server", SERVER_NAME), ("Date", _date_now()), (HEADER_REQUEST_ID, request_id))
+
+
+_date_second = -1
+_date_text = ""
+
+
+def _date_now() -> str:
+    """``Date``'s value for now; one formatting per second, not one per answer."""
+    global _date_second, _date_text
+    second = int(time.time())
+    if second != _date_second:
+        _date_text = http_date(second * 1000)
+        _date_second = second
+    return _date_text
+
+
 def tornado_error(status: int, reason: str, allow: tuple[str, ...] = ()) -> ApiError:
     """The contract's error for a status Tornado raised itself (a bad argument, an unknown
     method); a 405 lists the methods the route answers (RFC 9110 section 15.5.6)."""
@@ -104,24 +143,25 @@ class ErrorAnswer:
 
     status: int
     headers: list[tuple[str, str]]
-    """The error's headers, ``Cache-Control``, and ``Content-Type`` when there is a body;
+    """The error's headers, ``ERROR_HEADERS``, and ``Content-Type`` when there is a body;
     never ``Content-Length`` (the sender knows how it frames the body)."""
     body: bytes
 
 
-def render_error(error: ApiError, request_id: str, *, with_body: bool = True) -> ErrorAnswer:
+def render_error(error: ServiceError, request_id: str, *, with_body: bool = True) -> ErrorAnswer:
     """The answer to ``error`` in the contract's shape; ``with_body`` is False for a HEAD.
 
     The error's ``log_detail`` (for operators only) is logged here, with the request id.
     """
     if error.log_detail:
         log.warning("request %s: %s", request_id, error.log_detail)
-    headers = [("Cache-Control", "no-store"), *response_headers(error).items()]
-    if not with_body or error.status == 304:
-        return ErrorAnswer(error.status, headers, b"")
+    status = status_of(error)
+    headers = [*ERROR_HEADERS, *response_headers(error).items()]
+    if not with_body or status == 304:
+        return ErrorAnswer(status, headers, b"")
     headers.append(("Content-Type", JSON_TYPE))
     body = json.dumps(error_body(error.code, error.message, request_id)).encode()
-    return ErrorAnswer(error.status, headers, body)
+    return ErrorAnswer(status, headers, body)
 
 
 class InFlight(Protocol):
@@ -133,46 +173,12 @@ class InFlight(Protocol):
 class Observer(Protocol):
     """What counts and logs a finished request (``AppContext.observe_request``)."""
 
-    def observe_request(
-        self,
-        *,
-        request_id: str,
-        route: str,
-        method: str,
-        status: int,
-        started_at: float,
-        bytes_in: int,
-        bytes_out: int,
-        credential: str | None,
-        remote: str | None,
-    ) -> None: ...
+    def observe_request(self, finished: FinishedRequest) -> None: ...
 
 
 def record_finished(
-    in_flight: InFlight,
-    observer: Observer,
-    request: object,
-    *,
-    request_id: str,
-    route: str,
-    method: str,
-    status: int,
-    started_at: float,
-    bytes_in: int,
-    bytes_out: int,
-    credential: str | None,
-    remote: str | None,
+    in_flight: InFlight, observer: Observer, request: object, finished: FinishedRequest
 ) -> None:
     """``request`` is answered: out of the in-flight set, into the metrics and access log."""
     in_flight.discard(request)
-    observer.observe_request(
-        request_id=request_id,
-        route=route,
-        method=method,
-        status=status,
-        started_at=started_at,
-        bytes_in=bytes_in,
-        bytes_out=bytes_out,
-        credential=credential,
-        remote=remote,
-    )
+    observer.observe_request(finished)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from service.auth import Action
 from service.common.api_errors import ApiError
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 
 
 class ScrubHandler(ApiHandler):
     route_name = "/api/v1/system/scrub"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "POST")
 
     def get(self) -> None:

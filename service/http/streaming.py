@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import tornado.web
 
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, ServiceError
 from service.common.numbers import bounded_int
 from service.http.base import BODYLESS_METHODS, ApiHandler
 from service.ops.objects import storage_failure
@@ -61,7 +61,7 @@ class StreamingBodyHandler(ApiHandler):
     received = 0
     room: int | None = None
     """Bytes the body may hold before it crosses the bucket's quota (None: no quota)."""
-    failure: ApiError | None = None
+    failure: ServiceError | None = None
     drained = 0
     """Bytes of a refused body read and dropped so far."""
     body_started = 0.0
@@ -72,7 +72,7 @@ class StreamingBodyHandler(ApiHandler):
             return
         try:
             await self.prepare_request()
-        except ApiError as error:
+        except ServiceError as error:
             if not self.can_drain_body():
                 raise
             self.failure = error
@@ -114,7 +114,7 @@ class StreamingBodyHandler(ApiHandler):
         ``create``: the sink to stream into instead of a new staging file.
         """
         self.room = room
-        self.acquire_upload_slot()
+        await self.acquire_upload_slot()
         self.set_max_body_size(self.ctx.config.max_object_bytes)
         self.body_started = time.perf_counter()
         if buffered:
@@ -147,12 +147,12 @@ class StreamingBodyHandler(ApiHandler):
                 self.buffered.append(chunk)
             else:
                 await upload.write(chunk)
-        except ApiError as error:
+        except ServiceError as error:
             await self.fail_upload(error)
         except OSError as exc:
             await self.fail_upload(storage_failure(exc))
 
-    async def fail_upload(self, error: ApiError) -> None:
+    async def fail_upload(self, error: ServiceError) -> None:
         """Stop an upload mid-body: discard the staging file now, and answer once the rest
         of the body is read and dropped (``drain``), like a refusal made in ``prepare``."""
         self.failure = error
@@ -167,8 +167,7 @@ class StreamingBodyHandler(ApiHandler):
             return
         # The rest of the body will not be read: say so, so that a client keeping the
         # connection for its next request does not find it reset.
-        failure.headers.setdefault("Connection", "close")
-        self.send_api_error(failure)
+        self.send_api_error(failure, extra_headers=(("Connection", "close"),))
 
     async def discard_upload(self) -> None:
         self.buffered = None

@@ -13,7 +13,7 @@ from typing import Any
 from service import __version__
 from service.auth import Action
 from service.common.timefmt import rfc3339_seconds
-from service.http.base import ApiHandler
+from service.http.base import ApiHandler, Home
 
 LIBRARIES = ("tornado", "msgpack", "crc32c", "argon2-cffi", "pillow", "prometheus-client", "av")
 
@@ -30,6 +30,7 @@ def library_versions() -> dict[str, str | None]:
 
 class SystemInfoHandler(ApiHandler):
     route_name = "/api/v1/system/info"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET",)
 
     async def get(self) -> None:
@@ -38,7 +39,7 @@ class SystemInfoHandler(ApiHandler):
         engine = ctx.engine
         counts = engine.state.counts()
         total, free = await engine.run_blocking(engine.store.disk_usage)
-        stats = engine.journal.stats() if engine.journal else None
+        stats = engine.committer.journal_stats()
         journal: dict[str, Any] = {
             "segments": stats.segments if stats else 0,
             "bytes": stats.bytes if stats else 0,
@@ -54,7 +55,7 @@ class SystemInfoHandler(ApiHandler):
                 if stats and stats.last_snapshot_at
                 else None
             ),
-            "replay_seconds": round(engine.replay_seconds, 6),
+            "replay_seconds": round(engine.committer.replay_seconds, 6),
             "read_only": engine.read_only_reason is not None,
         }
         self.send_json(
@@ -72,6 +73,9 @@ class SystemInfoHandler(ApiHandler):
                 "bytes_stored": counts.bytes_stored,
                 "multipart_uploads": len(engine.state.uploads()),
                 "uploads_in_flight": len(ctx.uploads_in_flight),
+                "uploads_waiting": ctx.uploads_in_flight.waiting(),
+                "streams_open": len(ctx.stream_slots),
+                "streams_waiting": ctx.stream_slots.waiting(),
                 "media_jobs": engine.state.media.job_counts(),
                 "journal": journal,
                 "disk": {"total_bytes": total, "free_bytes": free},
@@ -81,6 +85,7 @@ class SystemInfoHandler(ApiHandler):
 
 class SystemPerformanceHandler(ApiHandler):
     route_name = "/api/v1/system/performance"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET",)
 
     def get(self) -> None:
@@ -90,6 +95,7 @@ class SystemPerformanceHandler(ApiHandler):
 
 class MetricsHandler(ApiHandler):
     route_name = "/api/v1/metrics"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET",)
 
     async def prepare(self) -> None:

@@ -27,8 +27,9 @@ from service.auth import Action, Principal, Resource, is_allowed, validate_expir
 from service.common.api_errors import ApiError
 from service.common.header_fields import validate_custom_metadata
 from service.common.timefmt import rfc3339_ms
+from service.common.wire import VIDEO_PLAY_PATH
 from service.context import AppContext
-from service.http.base import ApiHandler, authorize_action
+from service.http.base import ApiHandler, Home, authorize_action
 from service.http.object_reads import ReadTarget
 from service.http.render import object_json
 from service.media.video_errors import (
@@ -50,11 +51,10 @@ from service.media.video_shares import (
     resolve_playback,
     revoke_share,
 )
-from service.meta import VideoJob, events
+from service.meta import VideoJob, records
 from service.ops.buckets import require_bucket
 
 DEFAULT_SHARE_SECONDS = 3600
-PLAY_PATH = "/api/v1/videos/play"
 
 
 def as_api_error(error: VideoError) -> ApiError:
@@ -78,6 +78,8 @@ def job_json(job: VideoJob, progress: float) -> dict[str, Any]:
         "output_prefix": job.output_prefix,
         "outputs": {kind: job.outputs.get(kind) for kind in MASTERS},
         "error": job.error,
+        "attempts": job.attempts,
+        "worker": job.worker,
         "created_at": rfc3339_ms(job.created_at),
         "updated_at": rfc3339_ms(job.updated_at),
     }
@@ -131,6 +133,7 @@ class ThumbnailHandler(VideoHandler):
 
 class JobsHandler(VideoHandler):
     route_name = "/api/v1/videos/jobs"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "POST")
 
     async def post(self) -> None:
@@ -153,9 +156,9 @@ class JobsHandler(VideoHandler):
     def get(self) -> None:
         bucket = self.get_query_argument("bucket", None, strip=False) or None
         status = self.get_query_argument("status", None, strip=False) or None
-        if status is not None and status not in events.JOB_STATUSES:
+        if status is not None and status not in records.JOB_STATUSES:
             raise ApiError(
-                "InvalidArgument", f"status must be one of {', '.join(events.JOB_STATUSES)}"
+                "InvalidArgument", f"status must be one of {', '.join(records.JOB_STATUSES)}"
             )
         state = self.ctx.engine.state
         if bucket is not None:
@@ -174,6 +177,7 @@ class JobsHandler(VideoHandler):
 
 class JobHandler(VideoHandler):
     route_name = "/api/v1/videos/jobs/{job_id}"
+    home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "DELETE")
 
     def get(self, job_id: str) -> None:
@@ -214,7 +218,7 @@ class SharesHandler(VideoHandler):
             ),
             now=time.time(),
         )
-        base = f"{self.public_base()}{PLAY_PATH}/{token}/"
+        base = f"{self.public_base()}{VIDEO_PLAY_PATH}/{token}/"
         urls = {
             f"{kind}_url": None
             if job.outputs.get(kind) is None
@@ -270,7 +274,7 @@ def resolve_playback_read(
         via="share",
     )
     authorize_action(engine.state, principal, Action.VIDEO_SHARE_PLAY)
-    return ReadTarget(version, share.share_id)
+    return ReadTarget(version, share.share_id, principal=principal)
 
 
 class PlayOtherMethodsHandler(ApiHandler):

@@ -4,7 +4,8 @@ Layout (one LMDB environment, named databases):
 
 - ``versions``: ``bucket NUL key`` -> msgpack list of the key's versions, oldest first, each
   ``[version_id, payload_id, size, content_type, sha256, custom_metadata, created_at,
-  updated_at, is_delete_marker]``;
+  updated_at, is_delete_marker]`` and, for a version with a retention or legal hold,
+  ``retention_mode, retain_until, legal_hold`` after them (``service.meta.model.version_row``);
 - ``visible``: ``bucket NUL key`` -> empty, for the keys whose latest version is not a
   delete marker (listings never step over deleted keys);
 - ``usage``: bucket name -> its usage (object count, bytes), for every bucket;
@@ -22,15 +23,15 @@ Layout (one LMDB environment, named databases):
 Bucket names never hold NUL, so ``bucket NUL`` is an exact prefix, and keys order by their
 UTF-8 bytes, which is the order of their code points: the order ``service.meta.listing``
 pages in. An object listing walks the cursors in bytes (``service.index.lmdb_listing``); a
-version listing reuses that module unchanged: a ``_BucketView`` offers the two things it
+version listing reuses that module unchanged: a ``BucketView`` offers the two things it
 asks of a container (``irange`` from a bound, ``[key]``) over an LMDB cursor.
 
 Writes go into the batch's write transaction (``begin``/``commit``, one per journal batch)
 or, outside a batch, into a transaction of their own. Reads inside a batch see its writes.
 
 Usage and references are written by ``apply`` in the same transaction as the versions, so
-a start reads them as they are (never recounts), and a process that only reads (issue 13's
-serving processes: ``LmdbObjectIndex(path, readonly=True)``) finds everything it needs in
+a start reads them as they are (never recounts), and a process that only reads (a worker
+of several serving processes: ``LmdbObjectIndex(path, readonly=True)``) finds everything it needs in
 the environment: versions, listings, ``usage``/``usages``, ``applied`` and ``rest``.
 
 Thread-safety: one writer at a time (the start's replay on a worker thread, then the
@@ -46,9 +47,24 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import lmdb
-import msgpack
 
 from service.index import lmdb_listing
+from service.index.lmdb_rows import (
+    KEY_LIMIT,
+    USAGE,
+    BucketView,
+    RefsReader,
+    StoredRows,
+    entries,
+    keys_from,
+    lookup,
+    pack_versions,
+    prefix_of,
+    put_usage,
+    ref_count_of,
+    store,
+    unpack_versions,
+)
 from service.index.protocol import IndexUnreadableError
 from service.meta import listing
 from service.meta.model import ObjectPage, ObjectVersion, Usage, VersionPage
@@ -64,196 +80,10 @@ _FORMAT = b"format"
 _APPLIED = b"applied"
 _REST = b"rest"
 _SNAPSHOT = b"snapshot"
-_USAGE = struct.Struct(">QQ")
+_LATEST = b"latest_at"
+_TIME = struct.Struct(">q")
 _MARK = struct.Struct(">QI")
 """A sequence and a CRC-32: which journal record (or snapshot) the index was built from."""
-
-
-KEY_LIMIT = 480
-"""Bytes of ``bucket NUL key`` an LMDB key holds (LMDB's own limit is 511)."""
-_NODE = b"\xff"
-"""Ends the LMDB key of a node: never in UTF-8, so no plain key ends with it."""
-
-
-def _prefix(bucket: str) -> bytes:
-    return bucket.encode() + b"\0"
-
-
-def _split(full: bytes) -> tuple[bytes, bytes | None]:
-    """The LMDB key of ``bucket NUL key`` and, for a key past ``KEY_LIMIT``, its remainder.
-
-    Every key longer than the limit lives in a node keyed by its first ``KEY_LIMIT`` bytes
-    and 0xff: a msgpack map of remainders to values. The node sorts where its keys do: after
-    every key that is a prefix of them, before every key above their common first bytes.
-    """
-    if len(full) <= KEY_LIMIT:
-        return full, None
-    return full[:KEY_LIMIT] + _NODE, full[KEY_LIMIT:]
-
-
-def _entries(txn: Any, db: Any, start: bytes, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-    """``(bucket NUL key, value)`` from ``start`` on while they begin with ``prefix``, in
-    byte order, nodes expanded."""
-    cursor = txn.cursor(db=db)
-    if not cursor.set_range(_split(start)[0]):
-        return
-    head = prefix[:KEY_LIMIT]  # what a node's LMDB key holds of a longer prefix
-    for raw in cursor.iternext(keys=True, values=False):
-        if not raw.startswith(head):
-            return
-        if not raw.endswith(_NODE):
-            if raw >= start and raw.startswith(prefix):
-                yield raw, cursor.value()
-            continue
-        node = msgpack.unpackb(cursor.value())
-        for remainder in sorted(node):
-            full = raw[:-1] + remainder
-            if full >= start and full.startswith(prefix):
-                yield full, node[remainder]
-
-
-def _keys(txn: Any, db: Any, start: bytes, prefix: bytes) -> Iterator[bytes]:
-    """``_entries`` without the values (for ``visible``, whose values are empty)."""
-    cursor = txn.cursor(db=db)
-    if not cursor.set_range(_split(start)[0]):
-        return
-    head = prefix[:KEY_LIMIT]
-    for raw in cursor.iternext(keys=True, values=False):
-        if not raw.startswith(head):
-            return
-        if not raw.endswith(_NODE):
-            if len(prefix) <= KEY_LIMIT or raw.startswith(prefix):
-                yield raw  # a plain key is never below ``start`` (set_range)
-            continue
-        for remainder in sorted(msgpack.unpackb(cursor.value())):
-            full = raw[:-1] + remainder
-            if full >= start and full.startswith(prefix):
-                yield full
-
-
-def _lookup(txn: Any, db: Any, full: bytes) -> bytes | None:
-    raw, remainder = _split(full)
-    data = txn.get(raw, db=db)
-    if remainder is None or data is None:
-        return data  # type: ignore[no-any-return]
-    value: bytes | None = msgpack.unpackb(data).get(remainder)
-    return value
-
-
-def _store(txn: Any, db: Any, full: bytes, value: bytes | None) -> None:
-    """Put (or, for None, delete) the value of ``bucket NUL key``."""
-    raw, remainder = _split(full)
-    if remainder is None:
-        if value is not None:
-            txn.put(raw, value, db=db)
-        else:
-            txn.delete(raw, db=db)
-        return
-    data = txn.get(raw, db=db)
-    node = {} if data is None else msgpack.unpackb(data)
-    if value is not None:
-        node[remainder] = value
-    else:
-        node.pop(remainder, None)
-    if node:
-        txn.put(raw, msgpack.packb(node), db=db)
-    else:
-        txn.delete(raw, db=db)
-
-
-def _count(raw: bytes | None) -> int:
-    """A reference count as ``refs`` stores it (empty: one)."""
-    if raw is None:
-        return 0
-    return int(bytes(raw)) if raw else 1
-
-
-def _put_usage(txn: Any, db: Any, bucket: str, usage: Usage | None) -> None:
-    if usage is None:
-        txn.delete(bucket.encode(), db=db)
-    else:
-        txn.put(bucket.encode(), _USAGE.pack(usage.object_count, usage.size_bytes), db=db)
-
-
-def _pack(versions: Versions) -> bytes:
-    data: bytes = msgpack.packb(
-        [
-            [
-                v.version_id,
-                v.payload_id,
-                v.size,
-                v.content_type,
-                v.sha256,
-                dict(v.custom_metadata),
-                v.created_at,
-                v.updated_at,
-                v.is_delete_marker,
-            ]
-            for v in versions
-        ]
-    )
-    return data
-
-
-def _unpack(bucket: str, key: str, data: bytes) -> Versions:
-    return tuple(
-        ObjectVersion(bucket, key, *fields) for fields in msgpack.unpackb(data, use_list=False)
-    )
-
-
-class _BucketView:
-    """One bucket of one database, as ``listing`` reads a SortedList/SortedDict."""
-
-    def __init__(self, txn: Any, db: Any, bucket: str) -> None:
-        self._txn, self._db, self._bucket = txn, db, bucket
-        self._prefix = _prefix(bucket)
-
-    def irange(self, minimum: str, inclusive: tuple[bool, bool]) -> Iterator[str]:
-        start = self._prefix + minimum.encode()
-        for full, _ in _entries(self._txn, self._db, start, self._prefix):
-            if full == start and not inclusive[0]:
-                continue
-            yield full[len(self._prefix) :].decode()
-
-    def __getitem__(self, key: str) -> Versions:
-        data = _lookup(self._txn, self._db, self._prefix + key.encode())
-        if data is None:
-            raise KeyError(key)
-        return _unpack(self._bucket, key, data)
-
-
-class StoredRows:
-    """A read transaction over the versions: each bucket's keys with their versions as
-    stored (msgpack arrays of snapshot rows), for ``encode_snapshot`` to copy as they are.
-    Use from one thread at a time; ``close`` when done."""
-
-    def __init__(self, txn: Any, db: Any) -> None:
-        self._txn, self._db = txn, db
-
-    def count(self, bucket: str) -> int:
-        prefix = _prefix(bucket)
-        return sum(1 for _ in _entries(self._txn, self._db, prefix, prefix))
-
-    def rows(self, bucket: str) -> Iterator[tuple[str, bytes]]:
-        prefix = _prefix(bucket)
-        for full, data in _entries(self._txn, self._db, prefix, prefix):
-            yield full[len(prefix) :].decode(), bytes(data)
-
-    def close(self) -> None:
-        self._txn.abort()
-
-
-class RefsReader:
-    """``refs`` in one read transaction: whether a payload id is held. ``close`` when done."""
-
-    def __init__(self, txn: Any, db: Any) -> None:
-        self._txn, self._db = txn, db
-
-    def __call__(self, payload_id: str) -> bool:
-        return self._txn.get(payload_id.encode(), db=self._db) is not None
-
-    def close(self) -> None:
-        self._txn.abort()
 
 
 class LmdbObjectIndex:
@@ -297,17 +127,28 @@ class LmdbObjectIndex:
     def in_batch(self) -> bool:
         return self._batch is not None
 
-    def commit(self, sequence: int, crc: int, rest: bytes | None = None) -> None:
-        """Record ``sequence`` (whose event has CRC-32 ``crc``) as applied, and ``rest`` if
-        the batch changed it, and commit the batch with them, atomically."""
+    def commit(
+        self, sequence: int, crc: int, rest: bytes | None = None, latest_at: int | None = None
+    ) -> None:
+        """Record ``sequence`` (whose event has CRC-32 ``crc``) as applied, ``rest`` if the
+        batch changed it and the newest event time ``latest_at``, and commit the batch with
+        them, atomically."""
         txn, self._batch = self._batch, None
         for bucket, usage in self._usage_pending.items():
-            _put_usage(txn, self._usage, bucket, usage)
+            put_usage(txn, self._usage, bucket, usage)
         self._usage_pending.clear()
         txn.put(_APPLIED, _MARK.pack(sequence, crc), db=self._meta)
         if rest is not None:
             txn.put(_REST, rest, db=self._meta)
+        if latest_at is not None:
+            txn.put(_LATEST, _TIME.pack(latest_at), db=self._meta)
         txn.commit()
+
+    def latest_at(self) -> int:
+        """The newest event time committed with a batch (ms; 0: none)."""
+        with self.env.begin() as txn:
+            raw = txn.get(_LATEST, db=self._meta)
+        return 0 if raw is None else int(_TIME.unpack(raw)[0])
 
     def rest(self) -> bytes | None:
         """The rest of the state as of ``applied`` (None: never committed)."""
@@ -361,6 +202,12 @@ class LmdbObjectIndex:
         sequence, crc = _MARK.unpack(raw)
         return int(sequence), int(crc)
 
+    def clear_stale_readers(self) -> int:
+        """Free the reader slots of processes that died inside a read transaction (a worker
+        SIGKILLed mid-read), which would otherwise pin old pages: the file would only grow.
+        How many were freed."""
+        return int(self.env.reader_check())
+
     def close(self) -> None:
         if self._batch is not None:
             self._batch.abort()
@@ -390,11 +237,11 @@ class LmdbObjectIndex:
 
     def drop_bucket(self, bucket: str) -> Iterator[ObjectVersion]:
         self._cache.clear()
-        prefix = _prefix(bucket)
+        prefix = prefix_of(bucket)
         txn = self._write()
         dropped: list[ObjectVersion] = []
-        for full, data in _entries(txn, self._versions, prefix, prefix):
-            dropped.extend(_unpack(bucket, full[len(prefix) :].decode(), data))
+        for full, data in entries(txn, self._versions, prefix, prefix):
+            dropped.extend(unpack_versions(bucket, full[len(prefix) :].decode(), data))
         for db in (self._versions, self._visible):
             cursor = txn.cursor(db=db)
             positioned = cursor.set_range(prefix)
@@ -404,7 +251,7 @@ class LmdbObjectIndex:
         return iter(dropped)
 
     def holds_any(self, bucket: str) -> bool:
-        prefix = _prefix(bucket)
+        prefix = prefix_of(bucket)
         txn = self._read()
         try:
             cursor = txn.cursor(db=self._versions)
@@ -418,10 +265,10 @@ class LmdbObjectIndex:
             return cached
         txn = self._read()
         try:
-            data = _lookup(txn, self._versions, _prefix(bucket) + key.encode())
+            data = lookup(txn, self._versions, prefix_of(bucket) + key.encode())
         finally:
             self._end_read(txn)
-        versions = () if data is None else _unpack(bucket, key, data)
+        versions = () if data is None else unpack_versions(bucket, key, data)
         if len(self._cache) >= CACHE_ENTRIES:
             del self._cache[next(iter(self._cache))]  # the oldest entry
         self._cache[bucket, key] = versions
@@ -442,12 +289,12 @@ class LmdbObjectIndex:
         result: dict[str, BucketImage] = {}
         txn = self._read()
         try:
-            for full, data in _entries(txn, self._versions, b"", b""):
+            for full, data in entries(txn, self._versions, b"", b""):
                 bucket_raw, _, key_raw = full.partition(b"\0")
                 bucket, key = bucket_raw.decode(), key_raw.decode()
                 keys, versions = result.setdefault(bucket, ([], {}))
                 keys.append(key)
-                versions[key] = _unpack(bucket, key, data)
+                versions[key] = unpack_versions(bucket, key, data)
         finally:
             self._end_read(txn)
         return result
@@ -458,17 +305,17 @@ class LmdbObjectIndex:
         txn = self._read()
         versions = self._versions
 
-        def lookup(full: bytes) -> bytes:
+        def versions_of(full: bytes) -> bytes:
             data = txn.get(full, db=versions) if len(full) <= KEY_LIMIT else None
             if data is None:  # a long key, in a node
-                data = _lookup(txn, versions, full)
+                data = lookup(txn, versions, full)
             assert data is not None, "a visible key has versions"
             return data
 
         try:
             return lmdb_listing.list_objects(
-                lambda start, within: _keys(txn, self._visible, start, within),
-                lookup,
+                lambda start, within: keys_from(txn, self._visible, start, within),
+                versions_of,
                 bucket,
                 prefix,
                 delimiter,
@@ -483,7 +330,7 @@ class LmdbObjectIndex:
     ) -> VersionPage:
         txn = self._read()
         try:
-            view = _BucketView(txn, self._versions, bucket)
+            view = BucketView(txn, self._versions, bucket)
             return listing.list_versions(view, prefix, limit, start_after)
         finally:
             self._end_read(txn)
@@ -499,14 +346,14 @@ class LmdbObjectIndex:
             raw = txn.get(bucket.encode(), db=self._usage)
         finally:
             self._end_read(txn)
-        return Usage() if raw is None else Usage(*_USAGE.unpack(raw))
+        return Usage() if raw is None else Usage(*USAGE.unpack(raw))
 
     def set_usage(self, bucket: str, usage: Usage | None) -> None:
         if self._batch is not None:
             self._usage_pending[bucket] = usage
             return
         with self.env.begin(write=True) as txn:
-            _put_usage(txn, self._usage, bucket, usage)
+            put_usage(txn, self._usage, bucket, usage)
 
     def usages(self) -> dict[str, Usage]:
         """Every bucket's usage."""
@@ -514,7 +361,7 @@ class LmdbObjectIndex:
         try:
             cursor = txn.cursor(db=self._usage)
             stored = {
-                bytes(name).decode(): Usage(*_USAGE.unpack(raw))
+                bytes(name).decode(): Usage(*USAGE.unpack(raw))
                 for name, raw in cursor.iternext(keys=True, values=True)
             }
         finally:
@@ -533,7 +380,7 @@ class LmdbObjectIndex:
             raw = txn.get(payload_id.encode(), db=self._refs)
         finally:
             self._end_read(txn)
-        return _count(raw)
+        return ref_count_of(raw)
 
     def set_ref_count(self, payload_id: str, count: int) -> None:
         txn = self._write()
@@ -562,10 +409,10 @@ class LmdbObjectIndex:
 
     def _put(self, txn: Any, bucket: str, key: str, before: Versions, after: Versions) -> None:
         self._cache.pop((bucket, key), None)
-        full = _prefix(bucket) + key.encode()
-        _store(txn, self._versions, full, _pack(after) if after else None)
+        full = prefix_of(bucket) + key.encode()
+        store(txn, self._versions, full, pack_versions(after) if after else None)
         was, now = visible(before), visible(after)
         if was and not now:
-            _store(txn, self._visible, full, None)
+            store(txn, self._visible, full, None)
         elif now and not was:
-            _store(txn, self._visible, full, b"")
+            store(txn, self._visible, full, b"")

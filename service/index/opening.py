@@ -29,7 +29,8 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-from fsseam.fs import FileSystem, make_dirs_durably
+from fsseam.durable import make_dirs_durably
+from fsseam.fs import FileSystem
 from journal import Journal
 from journal.framing import encode_event
 from journal.snapshot import SnapshotReader
@@ -154,6 +155,7 @@ def load_state(
     if reason is None and rest is not None:
         try:
             state = MetaState.reopen(decode_image(rest), index)
+            state.locks.observe_time(index.latest_at())  # newer than the rest's, when so
         except SnapshotFormatError as exc:
             reason = f"the index is damaged ({exc})"
         else:
@@ -241,6 +243,6 @@ def rebuild(index: PersistentIndex, journal: Journal) -> MetaState:
         index.set_usage(name, loader.usage[name])
     loader.parts(image)
     state = MetaState.reopen(image, index)
-    index.commit(snapshot.sequence, 0, rest_of(state))
+    index.commit(snapshot.sequence, 0, rest_of(state), state.locks.latest_at)
     index.record_snapshot(snapshot.sequence, snapshot.crc)
     return state

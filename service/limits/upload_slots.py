@@ -1,14 +1,17 @@
 """Upload slots: how many request bodies stream at once, shared fairly between users.
 
-Every streamed body (PUT of an object or a part) holds one slot from its first byte to its
-end. Two bounds keep one client from starving the rest:
+Every streamed body (PUT of an object or a part, a batch) holds one slot from its first byte
+to its end. Two bounds keep one client from starving the rest:
 
 - ``capacity`` slots in all (``SERVICE_MAX_CONCURRENT_UPLOADS``); and
 - ``per_user`` slots for any one user (``SERVICE_MAX_UPLOADS_PER_USER``), whatever the
   credential (access keys, tokens and presigned URLs of one user count together), so a user
   holding slow uploads runs out of its own slots, never everybody else's.
 
-A refused upload is the caller's 503 ServiceUnavailable with ``Retry-After``.
+An upload over either bound waits for a slot (``service.limits.fair_slots``: the same
+primitive as the event streams' cap, with its fairness between users) up to the caller's
+timeout, before its body is read; then ``SlotsFull``: 429 TooManyRequests at the HTTP edge
+when the user's own cap stayed full, 503 ServiceUnavailable when the total did.
 
 The watchdog (``cut_stalled``, once a second) closes the connection of an upload that
 - delivered nothing for ``idle_timeout`` seconds (stalled), or
@@ -27,10 +30,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
+
+from service.limits.fair_slots import FairSlots
 
 log = logging.getLogger("service")
 
@@ -73,7 +77,7 @@ class UploadSlots:
         self._clock = clock
         self._on_cut = on_cut
         self._uploads: dict[UploadHolder, _Upload] = {}
-        self._by_owner: Counter[str] = Counter()
+        self._slots = FairSlots(per_user=per_user, capacity=capacity, noun="uploads in progress")
         self.cut_stalled_count = 0
         self.cut_slow_count = 0
 
@@ -81,28 +85,20 @@ class UploadSlots:
         return len(self._uploads)
 
     def held_by(self, owner: str) -> int:
-        return self._by_owner[owner]
+        return self._slots.held_by(owner)
 
-    def refusal(self, owner: str) -> str | None:
-        """Why ``owner`` may not start another upload now (None: it may)."""
-        if len(self._uploads) >= self.capacity:
-            return "too many uploads in progress; retry shortly"
-        if self._by_owner[owner] >= self.per_user:
-            return f"this user already has {self.per_user} uploads in progress; retry shortly"
-        return None
+    def waiting(self) -> int:
+        """Uploads waiting for a slot now."""
+        return self._slots.waiting()
 
-    def acquire(self, holder: UploadHolder, owner: str) -> str | None:
-        """Take a slot for ``holder`` on behalf of ``owner`` (a user id); the refusal
-        (see ``refusal``) if none is free for it."""
+    async def acquire(self, holder: UploadHolder, owner: str, timeout: float) -> None:
+        """Take a slot for ``holder`` on behalf of ``owner`` (a user id), waiting up to
+        ``timeout`` seconds for one; ``SlotsFull`` if none came (``fair_slots``)."""
         if holder in self._uploads:
-            return None
-        problem = self.refusal(owner)
-        if problem is not None:
-            return problem
+            return
+        await self._slots.acquire(owner, timeout)
         now = self._clock()
         self._uploads[holder] = _Upload(owner=owner, last_delivery=now, window_start=now)
-        self._by_owner[owner] += 1
-        return None
 
     def delivered(self, holder: UploadHolder, total_bytes: int) -> None:
         """The body of ``holder`` has now delivered ``total_bytes`` in all."""
@@ -117,9 +113,7 @@ class UploadSlots:
         upload = self._uploads.pop(holder, None)
         if upload is None:
             return
-        self._by_owner[upload.owner] -= 1
-        if self._by_owner[upload.owner] <= 0:
-            del self._by_owner[upload.owner]
+        self._slots.release(upload.owner)
 
     def too_slow(self) -> list[tuple[UploadHolder, str]]:
         """The uploads to cut now and why; starts a new rate window for the others."""

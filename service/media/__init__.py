@@ -4,8 +4,8 @@ Media knows nothing of HTTP: it takes parameters that are already parsed, reads 
 through the engine and the file-system seam, and raises its own errors, which the handlers
 in ``service/http/`` translate into the contract's answers.
 
-- ``images``: image parameters (parse and validate) and the transform itself, bytes in and
-  bytes out; pure apart from Pillow.
+- ``image_params``: image parameters, parsed and validated; ``images``: the transform
+  itself, bytes in and bytes out; pure apart from Pillow.
 - ``image_cache``: derived variants on disk under ``<data_dir>/cache/images/``, bounded in
   size, written atomically, verified on every read.
 - ``image_variants``: the async glue: cache lookup, one computation per variant at a time,
@@ -16,4 +16,8 @@ in ``service/http/`` translate into the contract's answers.
 - ``video_*``: video thumbnails, packaging jobs (``video_runner`` runs them, each in a
   ``video_worker`` process; ``video_package`` is the PyAV encode/mux) and playback shares;
   each module's docstring says its part.
+
+May import (docs/architecture.md, "Layers"): ``service``, ``fsseam``, ``service.common``,
+``service.config``, ``service.meta``, ``service.auth``, ``service.engine``, ``service.ops``,
+``service.multipart`` (the fleet's outputs are multipart uploads).
 """

@@ -22,12 +22,8 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from service.media.images import (
-    ImageParams,
-    SourceInfo,
-    decoded_size,
-    plan_geometry,
-)
+from service.media.image_params import ImageParams
+from service.media.images import SourceInfo, decoded_size, plan_geometry
 
 FIXED_BYTES = 16 * 1024 * 1024
 """Decoder and encoder buffers, the output's compressed bytes, Python objects."""

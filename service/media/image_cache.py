@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from fsseam.fs import FileSystem
-from service.media.images import FORMATS, ImageFormat, ImageParams
+from service.media.image_params import FORMATS, ImageFormat, ImageParams
 
 log = logging.getLogger("service.media")
 

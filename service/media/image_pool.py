@@ -10,6 +10,12 @@ memory never comes down. A render in a worker process can be given back for sure
   rendered a burst of images goes back to its idle size; the next render starts a worker
   again (a fork of a ``forkserver`` that has Pillow imported already: milliseconds).
 
+A worker dies with the server (``_die_with_server``): a server killed outright (SIGKILL, the
+OOM killer) cannot shut its pool down, and a worker waits on its task queue for ever (it
+holds the queue's write end itself), keeping the fork server and multiprocessing's resource
+tracker alive with it. Each worker watches the server's pidfd and exits when it fires; the
+fork server and the tracker then see their last peer gone and exit too.
+
 How the payload reaches the worker: the server opens it through the file-system seam and
 keeps it open for the render; the worker opens ``/proc/<server pid>/fd/<fd>``, the same
 open file, so an object overwritten or deleted meanwhile is still read whole and consistent
@@ -30,12 +36,15 @@ import ctypes.util
 import hashlib
 import multiprocessing
 import os
+import select
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from fsseam.fs import RealFileSystem
-from service.media.images import ImageParams, RenderedImage, configure_pillow, render
+from service.media.image_params import ImageParams
+from service.media.images import RenderedImage, configure_pillow, render
 
 MAX_RENDERS_PER_WORKER = 16
 IDLE_SECONDS = 2.0
@@ -55,6 +64,21 @@ def _trim_memory() -> None:
     trim = getattr(libc, "malloc_trim", None)
     if trim is not None:
         trim(0)
+
+
+def _die_with_server(server: int) -> None:
+    """In a worker, at its start: exit as soon as process ``server`` ends (see the module
+    docstring). A pidfd names the process itself, so a recycled pid cannot fool it."""
+    try:
+        watched = os.pidfd_open(server)
+    except ProcessLookupError:
+        os._exit(1)  # the server is gone already
+
+    def watch() -> None:
+        select.select([watched], [], [])  # readable once the server has exited
+        os._exit(1)
+
+    threading.Thread(target=watch, name="server-watch", daemon=True).start()
 
 
 def render_file(path: str, params: ImageParams, max_pixels: int) -> tuple[RenderedImage, str]:
@@ -108,6 +132,8 @@ class RenderPool:
                 self.workers,
                 mp_context=self._context,
                 max_tasks_per_child=MAX_RENDERS_PER_WORKER,
+                initializer=_die_with_server,
+                initargs=(os.getpid(),),
             )
             self.pools_started += 1
         return self._pool

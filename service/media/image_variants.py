@@ -37,11 +37,10 @@ from fsseam.fs import ReadableFile
 from service.engine.core import Engine
 from service.media.image_budget import MemoryBudget, estimate_render_bytes
 from service.media.image_cache import CACHE_SUBDIR, CachedVariant, ImageCache, variant_key
+from service.media.image_params import ImageFormat, ImageParams
 from service.media.image_pool import RenderPool
 from service.media.images import (
     CONTENT_TYPES,
-    ImageFormat,
-    ImageParams,
     ImageTooLargeError,
     RenderedImage,
     UndecodableImageError,

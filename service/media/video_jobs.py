@@ -17,12 +17,12 @@ from __future__ import annotations
 import secrets
 from typing import Protocol
 
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, ServiceError
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
 from service.media.video_outputs import default_output_prefix, is_output_name
 from service.media.video_params import JobParams
-from service.meta import VideoJob, events
+from service.meta import VideoJob, records
 from service.ops.buckets import outcome_error, require_bucket
 from service.ops.objects import delete_object, resolve_version
 
@@ -71,7 +71,7 @@ async def create_job(
     resolve_version(engine, bucket, key, None)
     job_id = new_job_id()
     outcome = await engine.commit(
-        events.video_job_created(
+        records.video_job_created(
             job_id=job_id,
             bucket=bucket,
             key=key,
@@ -109,7 +109,7 @@ async def remove_outputs(engine: Engine, job: VideoJob) -> int:
     for key in output_keys(engine, job):
         try:
             await delete_object(engine, job.bucket, key, None)
-        except ApiError as error:
+        except ServiceError as error:
             if error.code not in ("NoSuchKey", "NoSuchBucket"):
                 raise
             continue  # gone meanwhile
@@ -125,6 +125,6 @@ async def delete_job(engine: Engine, runner: JobRunner, job: VideoJob) -> None:
     if current is None:
         raise ApiError("NoSuchJob", f"no video job {job.job_id!r}")
     await remove_outputs(engine, current)
-    outcome = await engine.commit(events.video_job_deleted(job_id=job.job_id, at=now_ms()))
+    outcome = await engine.commit(records.video_job_deleted(job_id=job.job_id, at=now_ms()))
     if not outcome.ok:
         raise outcome_error(outcome)

@@ -36,7 +36,7 @@ from typing import Any
 
 import service
 from fsseam.fs import ReadableFile
-from service.common.api_errors import ApiError
+from service.common.api_errors import ServiceError
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
 from service.media.video_errors import VideoParamsError
@@ -44,7 +44,7 @@ from service.media.video_jobs import remove_outputs
 from service.media.video_outputs import content_type_for, is_output_name, store_order
 from service.media.video_params import JobParams
 from service.media.video_scratch import ScratchSpace
-from service.meta import VideoJob, events
+from service.meta import VideoJob, records
 from service.meta.video_state import FINISHED
 from service.ops.objects import PutIntent, store_server_made
 
@@ -192,7 +192,7 @@ class VideoJobRunner:
         self._check(run)
         try:
             outcome = await self._engine.commit(event)
-        except ApiError as error:
+        except ServiceError as error:
             log.error("video job %s: cannot journal its progress: %s", run.job_id, error.message)
             raise _Stopped() from None
         if not outcome.ok:
@@ -207,7 +207,7 @@ class VideoJobRunner:
         error: str | None = None,
     ) -> None:
         progress = 1.0 if status == "completed" else self._progress.get(run.job_id, 0.0)
-        event = events.video_job_updated(
+        event = records.video_job_updated(
             job_id=run.job_id,
             status=status,
             progress=progress,
@@ -225,7 +225,7 @@ class VideoJobRunner:
         if job.status == "queued":
             await self._commit(
                 run,
-                events.video_job_updated(
+                records.video_job_updated(
                     job_id=job.job_id,
                     status="processing",
                     progress=0.0,
@@ -350,7 +350,7 @@ class VideoJobRunner:
             )
             try:
                 await store_server_made(engine, intent, os.path.join(out_dir, name))
-            except ApiError as error:
+            except ServiceError as error:
                 if engine.read_only_reason is not None:
                     raise _Stopped() from None
                 await remove_outputs(engine, job)

@@ -37,7 +37,7 @@ from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
 from service.media.video_outputs import is_output_name
-from service.meta import ObjectVersion, VideoJob, VideoShare, events
+from service.meta import ObjectVersion, VideoJob, VideoShare, records
 from service.ops.buckets import outcome_error
 from service.ops.objects import refuse_quarantined
 
@@ -71,7 +71,7 @@ async def create_share(
         raise ApiError("InvalidState", f"job {job.job_id!r} is {job.status}, not completed")
     expires_at_ms = math.ceil((now + expires_in) * 1000)
     outcome = await engine.commit(
-        events.video_share_created(
+        records.video_share_created(
             share_id=new_share_id(),
             job_id=job.job_id,
             created_by=created_by,
@@ -88,7 +88,7 @@ async def create_share(
 
 async def revoke_share(engine: Engine, share: VideoShare, reason: str = "revoked") -> None:
     outcome = await engine.commit(
-        events.video_share_revoked(share_id=share.share_id, reason=reason, at=now_ms())
+        records.video_share_revoked(share_id=share.share_id, reason=reason, at=now_ms())
     )
     if not outcome.ok:
         raise outcome_error(outcome)
@@ -101,7 +101,7 @@ async def reap_expired_shares(engine: Engine) -> None:
     for share in engine.state.media.expired_shares(now_ms()):
         if engine.state.media.share(share.share_id) is not None:
             await engine.commit(
-                events.video_share_revoked(share_id=share.share_id, reason="expired", at=now_ms())
+                records.video_share_revoked(share_id=share.share_id, reason="expired", at=now_ms())
             )
 
 

@@ -1,23 +1,30 @@
-"""The pure metadata state of the object store and the events that change it.
+"""The pure metadata state of the object store and the journal records that change it.
 
-No I/O here: no files, sockets or clocks (timestamps arrive inside events).
+No I/O here: no files, sockets or clocks (timestamps arrive inside records). "Record" here
+means a journal record (``records``); the object notifications a client sees are "events"
+(``service.events``).
 
-- ``events``: event type names and constructors (plain msgpack-able dicts).
-- ``model``: the immutable records (Bucket, ObjectVersion, ...) and listing pages.
-- ``outcome``: ``Outcome``, what applying one event did (incl. payloads it released).
-- ``state``: ``MetaState`` and its ``apply(event)``, the one way the state changes, plus
+- ``records``: record type names and constructors (plain msgpack-able dicts, the body the
+  journal stores of each record).
+- ``model``: the immutable values (Bucket, ObjectVersion, ...) and listing pages.
+- ``outcome``: ``Outcome``, what applying one record did (incl. payloads it released).
+- ``state``: ``MetaState`` and its ``apply(record)``, the one way the state changes, plus
   read helpers; it holds buckets and objects, ``upload_state`` its multipart sessions,
   ``accounts`` its users and keys, ``video_state`` its video jobs and shares,
   ``lifecycle_state`` the buckets' lifecycle rules, ``notification_state`` their webhooks,
   ``refs`` the payload reference counts they share, ``listing`` its paging.
 - ``snapshot``: ``freeze`` / ``iter_snapshot`` / ``encode_snapshot`` / ``decode_snapshot``.
+- ``identity``: bucket identities, which outlive bucket names (every journal reader's).
 
 Thread-safety: a ``MetaState`` is used on the event-loop thread only; records, outcomes and
 frozen images may go to any thread.
+
+May import: nothing of ours (docs/architecture.md, "Layers").
 """
 
-from service.meta import events
+from service.meta import records
 from service.meta.frozen import FrozenState
+from service.meta.identity import is_bucket_id, legacy_bucket_id
 from service.meta.model import (
     NULL_VERSION_ID,
     AccessKey,
@@ -66,7 +73,9 @@ __all__ = [
     "VideoShare",
     "decode_snapshot",
     "encode_snapshot",
-    "events",
     "freeze",
+    "is_bucket_id",
     "iter_snapshot",
+    "legacy_bucket_id",
+    "records",
 ]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from service.meta import events, fields
+from service.meta import fields, records
 from service.meta.model import ACTIVE, AccessKey, User
 from service.meta.outcome import Outcome, accepted, rejected
 
@@ -46,13 +46,13 @@ class Accounts:
 
     def handlers(self) -> dict[str, Handler]:
         return {
-            events.USER_CREATED: self._user_created,
-            events.USER_UPDATED: self._user_updated,
-            events.USER_DELETED: self._user_deleted,
-            events.ACCESS_KEY_CREATED: self._key_created,
-            events.ACCESS_KEY_UPDATED: self._key_updated,
-            events.ACCESS_KEY_DELETED: self._key_deleted,
-            events.ACCESS_KEYS_USED: self._keys_used,
+            records.USER_CREATED: self._user_created,
+            records.USER_UPDATED: self._user_updated,
+            records.USER_DELETED: self._user_deleted,
+            records.ACCESS_KEY_CREATED: self._key_created,
+            records.ACCESS_KEY_UPDATED: self._key_updated,
+            records.ACCESS_KEY_DELETED: self._key_deleted,
+            records.ACCESS_KEYS_USED: self._keys_used,
         }
 
     # -- apply --------------------------------------------------------------------------
@@ -66,7 +66,7 @@ class Accounts:
         if user_id in self._users:
             return rejected("UserAlreadyExists", f"user id {user_id!r} already exists")
         folded = username.casefold()
-        # Unique whatever the case, as the HTTP layer compares them (``http.caps.fold``);
+        # Unique whatever the case, as the HTTP layer compares them (``limits.caps.fold``);
         # checked here too, since two serving processes may both pass that check at once.
         if any(name.casefold() == folded for name in self._user_ids_by_name):
             return rejected("UserAlreadyExists", f"username {username!r} is taken")
@@ -81,7 +81,7 @@ class Accounts:
         at = fields.integer(event, "at")
         updates: dict[str, Any] = {
             name: fields.text(changes, name)
-            for name in sorted(events.USER_CHANGE_FIELDS & set(changes))
+            for name in sorted(records.USER_CHANGE_FIELDS & set(changes))
         }
         user = self._users.get(user_id)
         if user is None:

@@ -42,6 +42,14 @@ def optional_text(event: Mapping[str, Any], name: str) -> str | None:
     return value
 
 
+def added_text(event: Mapping[str, Any], name: str) -> str | None:
+    """A string field added after records were first written: None when a record lacks it."""
+    value = event.get(name)
+    if value is not None and not isinstance(value, str):
+        raise MalformedEventError(f"field {name!r} must be a string when present")
+    return value
+
+
 def integer(event: Mapping[str, Any], name: str, *, minimum: int | None = None) -> int:
     value = _field(event, name)
     if not _is_int(value) or (minimum is not None and value < minimum):

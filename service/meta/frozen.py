@@ -41,3 +41,7 @@ class FrozenState:
     video_shares: dict[str, VideoShare]
     lifecycle: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     notifications: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    latest_at: int = field(default=0, compare=False)
+    """The newest ``at`` of the events applied, rejected ones included (journaled all the
+    same: ``service.meta.lock_state``); bookkeeping, not content, so equal states compare
+    equal whatever it is."""

@@ -2,7 +2,9 @@
 
 A bucket's rules are replaced as a whole by one ``LifecycleConfigured`` event (an empty list
 removes them); ``MetaState`` dispatches the event here and calls ``forget_bucket`` when a
-bucket is deleted, so a later bucket of the same name starts with no rules. The rules are
+bucket is deleted, so a later bucket of the same name starts with no rules, and a record
+accepted for the bucket before it (its identity, ``service.meta.identity``) is refused
+there. The rules are
 validated before they are journaled (``service.ops.lifecycle_rules``); ``apply`` only checks
 the shapes, so a damaged event is refused instead of raising.
 
@@ -25,8 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.meta import events, fields
+from service.meta import fields, records
 from service.meta.fields import MalformedEventError
+from service.meta.identity import identity_refusal
 from service.meta.model import NULL_VERSION_ID, ObjectVersion
 from service.meta.outcome import Outcome, accepted, rejected
 
@@ -110,17 +113,24 @@ def is_due(kind: str, versions: Sequence[ObjectVersion], position: int, cutoff: 
     return False
 
 
-def judgment(kind: str, version: ObjectVersion, cutoff: int) -> dict[str, Any]:
-    """What a lifecycle delete record carries: the version judged and why."""
+def judgment(
+    kind: str, version: ObjectVersion, cutoff: int, bucket_id: str | None = None
+) -> dict[str, Any]:
+    """What a lifecycle delete record carries: the version judged and why, and the identity
+    of the bucket whose rule judged it (``apply`` refuses the delete in another bucket of
+    that name, ``service.meta.identity``)."""
     if kind not in JUDGMENT_KINDS:
         raise ValueError(f"unknown lifecycle judgment {kind!r}")
-    return {
+    judged: dict[str, Any] = {
         "kind": kind,
         "version_id": version.version_id,
         "payload_id": version.payload_id,
         "updated_at": version.updated_at,
         "cutoff": cutoff,
     }
+    if bucket_id is not None:
+        judged["bucket_id"] = bucket_id
+    return judged
 
 
 def judgment_problem(judged: Any, versions: Sequence[ObjectVersion]) -> str | None:
@@ -147,15 +157,32 @@ def judgment_problem(judged: Any, versions: Sequence[ObjectVersion]) -> str | No
     return None
 
 
+def judged_refusal(
+    judged: Any,
+    versions: Sequence[ObjectVersion],
+    bucket_id_of: Callable[[str], str | None],
+    bucket: str,
+) -> Outcome | None:
+    """Why a lifecycle delete judged as ``judged`` must be refused now (None: it may apply):
+    the rule was another bucket's of the name (``service.meta.identity``), or the judged
+    version is no longer there and due (``judgment_problem``)."""
+    if isinstance(judged, Mapping):
+        refusal = identity_refusal(bucket_id_of, bucket, judged)
+        if refusal is not None:
+            return refusal
+    problem = judgment_problem(judged, versions)
+    return None if problem is None else rejected("PreconditionFailed", problem)
+
+
 class Lifecycle:
     """The rules of every bucket that has some."""
 
-    def __init__(self, bucket_exists: Callable[[str], bool]) -> None:
-        self._bucket_exists = bucket_exists
+    def __init__(self, bucket_id_of: Callable[[str], str | None]) -> None:
+        self._bucket_id_of = bucket_id_of
         self._rules: dict[str, tuple[LifecycleRule, ...]] = {}
 
     def handlers(self) -> dict[str, Handler]:
-        return {events.LIFECYCLE_CONFIGURED: self._configured}
+        return {records.LIFECYCLE_CONFIGURED: self._configured}
 
     def images(self) -> dict[str, list[dict[str, Any]]]:
         """The rules as documents, bucket by bucket (for a snapshot)."""
@@ -186,8 +213,9 @@ class Lifecycle:
         if not isinstance(docs, list | tuple) or not all(isinstance(d, Mapping) for d in docs):
             raise MalformedEventError("field 'rules' must be a list of maps")
         rules = tuple(LifecycleRule.from_document(doc) for doc in docs)
-        if not self._bucket_exists(bucket):
-            return rejected("NoSuchBucket", f"bucket {bucket!r} does not exist")
+        refusal = identity_refusal(self._bucket_id_of, bucket, event)
+        if refusal is not None:
+            return refusal
         if rules:
             self._rules[bucket] = rules
         else:

@@ -26,7 +26,10 @@ REVOKED = "revoked"
 
 @dataclass(frozen=True, slots=True)
 class Bucket:
-    """A bucket's settings; its usage lives apart (``MetaState.bucket_usage``)."""
+    """A bucket's settings; its usage lives apart (``MetaState.bucket_usage``).
+
+    ``bucket_id`` tells this bucket from any other that had or will have its name
+    (``service.meta.identity``)."""
 
     name: str
     owner: str
@@ -35,6 +38,13 @@ class Bucket:
     tags: Mapping[str, str]
     created_at: int
     updated_at: int
+    bucket_id: str
+    object_lock_enabled: bool = False
+    """Set at creation only, with versioning on for good (``service.meta.lock_policy``)."""
+    default_retention_mode: str | None = None
+    """``governance`` or ``compliance``: every new version gets this retention..."""
+    default_retention_days: float | None = None
+    """...for this many days from its write (None with the mode)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +81,60 @@ class ObjectVersion:
     created_at: int
     updated_at: int
     is_delete_marker: bool = False
+    retention_mode: str | None = None
+    """``governance`` or ``compliance`` while a retention is set (``lock_policy``)."""
+    retain_until: int | None = None
+    """The end of the retention (ms), with ``retention_mode``."""
+    legal_hold: bool = False
 
     @property
     def etag(self) -> str:
         """The contract's etag: the payload's lowercase hex SHA-256."""
         return self.sha256
+
+
+def delete_marker(bucket: str, key: str, version_id: str | None, at: int) -> ObjectVersion:
+    """A delete marker written at ``at``."""
+    return ObjectVersion(bucket, key, version_id, None, 0, "", "", {}, at, at, True)
+
+
+def version_row(version: ObjectVersion) -> list[Any]:
+    """The fields of a version after its bucket and key, as the snapshot and the object
+    index store them (``ObjectVersion(bucket, key, *row)`` reads one back). The lock fields
+    are written only for a version that has one, so rows of unlocked versions keep their
+    older, shorter shape."""
+    row = [
+        version.version_id,
+        version.payload_id,
+        version.size,
+        version.content_type,
+        version.sha256,
+        dict(version.custom_metadata),
+        version.created_at,
+        version.updated_at,
+        version.is_delete_marker,
+    ]
+    if version.retention_mode is not None or version.legal_hold:
+        row += [version.retention_mode, version.retain_until, version.legal_hold]
+    return row
+
+
+def bucket_row(bucket: Bucket) -> list[Any]:
+    """A bucket as the snapshot stores it (``Bucket(*row)`` reads one back); the object
+    lock fields only for a bucket that has object lock."""
+    row: list[Any] = [
+        bucket.name,
+        bucket.owner,
+        bucket.quota_bytes,
+        bucket.versioning_enabled,
+        dict(bucket.tags),
+        bucket.created_at,
+        bucket.updated_at,
+        bucket.bucket_id,
+    ]
+    if bucket.object_lock_enabled:
+        row += [True, bucket.default_retention_mode, bucket.default_retention_days]
+    return row
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +196,12 @@ class AccessKey:
 class VideoJob:
     """A video packaging job (``service.meta.video_state``). ``params`` is the journaled form of
     the request (``service.media.video_params.JobParams.to_document``); ``outputs`` maps
-    ``hls``/``dash`` to the key of the master playlist / manifest once completed."""
+    ``hls``/``dash`` to the key of the master playlist / manifest once completed.
+
+    ``attempts`` counts the runs started; ``worker`` names the fleet worker of the latest one
+    (None in the embedded mode); ``active`` is True while that worker holds the attempt's
+    lease; ``publishing`` maps output names to the multipart sessions of an attempt the
+    server accepted and is making visible (``service.media.fleet_publish``)."""
 
     job_id: str
     bucket: str
@@ -151,6 +215,10 @@ class VideoJob:
     error: str | None
     created_at: int
     updated_at: int
+    attempts: int = 0
+    worker: str | None = None
+    active: bool = False
+    publishing: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,9 @@ A bucket's webhooks are replaced as a whole by one ``NotificationsConfigured`` e
 empty list removes them); ``MetaState`` dispatches the event here and calls
 ``forget_bucket`` when a bucket is deleted. A webhook is named by ``(bucket, id)``: one that
 keeps its id across a replacement keeps its ``start_after`` (and so its delivery cursor,
-``service.events.webhooks``); a new one starts after the event's ``after_sequence``.
+``service.upkeep.webhooks``); a new one starts after the event's ``after_sequence``. The
+record names the identity of the bucket the request was for (``service.meta.identity``): a
+bucket deleted and created again meanwhile under the name never gets the old one's webhooks.
 
 The secret is journaled (it signs every delivery, so the server needs it in the clear) and
 never returned by the API.
@@ -18,9 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.meta import events, fields
+from service.meta import fields, records
 from service.meta.fields import MalformedEventError
-from service.meta.outcome import Outcome, accepted, rejected
+from service.meta.identity import identity_refusal
+from service.meta.outcome import Outcome, accepted
 
 Handler = Callable[[Mapping[str, Any]], Outcome]
 
@@ -72,12 +75,12 @@ class Webhook:
 class Notifications:
     """The webhooks of every bucket that has some."""
 
-    def __init__(self, bucket_exists: Callable[[str], bool]) -> None:
-        self._bucket_exists = bucket_exists
+    def __init__(self, bucket_id_of: Callable[[str], str | None]) -> None:
+        self._bucket_id_of = bucket_id_of
         self._webhooks: dict[str, tuple[Webhook, ...]] = {}
 
     def handlers(self) -> dict[str, Handler]:
-        return {events.NOTIFICATIONS_CONFIGURED: self._configured}
+        return {records.NOTIFICATIONS_CONFIGURED: self._configured}
 
     def images(self) -> dict[str, list[dict[str, Any]]]:
         """The webhooks as documents, bucket by bucket (for a snapshot)."""
@@ -118,8 +121,9 @@ class Notifications:
         hooks = tuple(
             Webhook.from_document(bucket, doc, known.get(str(doc.get("id")), after)) for doc in docs
         )
-        if not self._bucket_exists(bucket):
-            return rejected("NoSuchBucket", f"bucket {bucket!r} does not exist")
+        refusal = identity_refusal(self._bucket_id_of, bucket, event)
+        if refusal is not None:
+            return refusal
         if hooks:
             self._webhooks[bucket] = hooks
         else:

@@ -34,6 +34,14 @@ def visible(versions: Versions) -> bool:
     return bool(versions) and not versions[-1].is_delete_marker
 
 
+def find_version(versions: Versions, version_id: str | None) -> int | None:
+    """The position of the version called ``version_id`` (None: the null version)."""
+    for index, version in enumerate(versions):
+        if version.version_id == version_id:
+            return index
+    return None
+
+
 class PayloadHolder(Protocol):
     """Whether a record holds a payload id, as of when it was taken (the GC's question,
     asked from its thread for a whole pass); ``close`` when done."""
@@ -127,12 +135,6 @@ class ObjectIndex:
             self._visible[bucket].remove(key)
         elif now and not was:
             self._visible[bucket].add(key)
-
-    def iter_versions(self) -> Iterator[ObjectVersion]:
-        """Every version of every bucket."""
-        for versions_by_key in self._versions.values():
-            for versions in versions_by_key.values():
-                yield from versions
 
     def image(self) -> dict[str, BucketImage]:
         """Private copies of every bucket's containers (no record is copied)."""

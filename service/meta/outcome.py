@@ -58,6 +58,9 @@ ERROR_CODES = frozenset(
         "NoSuchJob",
         "NoSuchShare",
         "InvalidState",
+        "ObjectLocked",
+        "InvalidArgument",
+        "MethodNotAllowed",
         "InternalError",
     }
 )

@@ -14,10 +14,13 @@ Format (a msgpack map; ``format`` says how to read the rest):
 
     format       1
     server_id    str | nil
-    buckets      [[name, owner, quota_bytes, versioning_enabled, tags, created_at, updated_at]]
+    buckets      [[name, owner, quota_bytes, versioning_enabled, tags, created_at, updated_at,
+                   bucket_id (, object_lock_enabled, default_retention_mode,
+                   default_retention_days)]]
     objects      [[bucket, [[key, [[version_id, payload_id, size, content_type, sha256,
                                     custom_metadata, created_at, updated_at,
-                                    is_delete_marker]]]]]]     versions oldest first
+                                    is_delete_marker (, retention_mode, retain_until,
+                                    legal_hold)]]]]]]     versions oldest first
     uploads      [[upload_id, bucket, key, owner, content_type, custom_metadata,
                    recommended_part_size, created_at, expires_at,
                    [[part_number, payload_id, size, sha256, stored_at]]]]
@@ -26,14 +29,23 @@ Format (a msgpack map; ``format`` says how to read the rest):
     key_last_used {access_key_id: ms}
     anomalies    {name: count}
     video_jobs   [[job_id, bucket, key, created_by, params, output_prefix, status, progress,
-                   outputs, error, created_at, updated_at]]
+                   outputs, error, created_at, updated_at, attempts, worker, active,
+                   publishing]]
     video_shares [[share_id, job_id, bucket, created_by, created_at, expires_at]]
     lifecycle    {bucket: [rule document]}        (service.meta.lifecycle_state)
     notifications {bucket: [webhook document]}    (service.meta.notification_state)
+    latest_at    int: the newest ``at`` of any applied event (ms; the object lock's clock rule)
 
 ``video_jobs`` and ``video_shares`` came later within format 1: a snapshot without them
 (written before videos existed) reads as having none; so did ``lifecycle`` and
-``notifications``.
+``notifications``, and ``latest_at`` (0 when absent). A bucket row of seven columns (written
+before bucket identities) gets the identity derived from its name and ``created_at``
+(``service.meta.identity``), as the replay of its creation record would. The object lock
+fields in parentheses are written only for a bucket with object lock and a version with a
+retention or legal hold (``service.meta.model.bucket_row`` / ``version_row``): rows without
+them read as unlocked.
+A job row's last four fields (the media fleet's attempts) came later still: a shorter row
+reads as a job with no attempt recorded.
 
 Everything is written in a canonical order (buckets, keys, ids sorted), so equal states give
 equal bytes.
@@ -49,6 +61,7 @@ from typing import Any, Protocol
 import msgpack
 
 from service.meta.frozen import FrozenState
+from service.meta.identity import legacy_bucket_id
 from service.meta.model import (
     AccessKey,
     Bucket,
@@ -58,10 +71,14 @@ from service.meta.model import (
     User,
     VideoJob,
     VideoShare,
+    bucket_row,
+    version_row,
 )
 from service.meta.state import MetaState
 
 FORMAT = 1
+LEGACY_BUCKET_COLUMNS = 7
+"""Columns of a bucket row written before bucket identities."""
 CHUNK_BYTES = 1024 * 1024
 """About how much ``iter_snapshot`` gathers before it yields."""
 
@@ -75,9 +92,13 @@ def freeze(state: MetaState) -> FrozenState:
     return state.freeze()
 
 
-def _bucket_row(b: Bucket) -> list[Any]:
-    tags = dict(b.tags)
-    return [b.name, b.owner, b.quota_bytes, b.versioning_enabled, tags, b.created_at, b.updated_at]
+def _bucket(row: list[Any]) -> Bucket:
+    """A bucket row; one from before identities gets the derived one."""
+    if len(row) == LEGACY_BUCKET_COLUMNS:
+        name, owner, quota, versioning, tags, created_at, updated_at = row
+        legacy = legacy_bucket_id(name, created_at)
+        return Bucket(name, owner, quota, versioning, tags, created_at, updated_at, legacy)
+    return Bucket(*row)
 
 
 def _key_row(k: AccessKey) -> list[Any]:
@@ -89,20 +110,6 @@ def _key_row(k: AccessKey) -> list[Any]:
         k.status,
         k.created_at,
         k.updated_at,
-    ]
-
-
-def _version_row(version: ObjectVersion) -> list[Any]:
-    return [
-        version.version_id,
-        version.payload_id,
-        version.size,
-        version.content_type,
-        version.sha256,
-        dict(version.custom_metadata),
-        version.created_at,
-        version.updated_at,
-        version.is_delete_marker,
     ]
 
 
@@ -138,6 +145,10 @@ def _job_row(job: VideoJob) -> list[Any]:
         job.error,
         job.created_at,
         job.updated_at,
+        job.attempts,
+        job.worker,
+        job.active,
+        None if job.publishing is None else dict(job.publishing),
     ]
 
 
@@ -189,13 +200,13 @@ def iter_snapshot(
         pending.clear()
         return chunk
 
-    packer.pack_map_header(13)
+    packer.pack_map_header(14)
     packer.pack("format")
     packer.pack(FORMAT)
     packer.pack("server_id")
     packer.pack(image.server_id)
     packer.pack("buckets")
-    packer.pack([_bucket_row(bucket) for _, bucket in sorted(image.buckets.items())])
+    packer.pack([bucket_row(bucket) for _, bucket in sorted(image.buckets.items())])
     packer.pack("objects")
     packer.pack_array_header(len(image.objects))
     for bucket, (keys, versions) in sorted(image.objects.items()):
@@ -204,7 +215,7 @@ def iter_snapshot(
         if stored is None:
             packer.pack_array_header(len(keys))
             for key in keys:
-                packer.pack([key, [_version_row(v) for v in versions[key]]])
+                packer.pack([key, [version_row(v) for v in versions[key]]])
                 if (chunk := flush()) is not None:
                     yield chunk
             continue
@@ -242,6 +253,8 @@ def iter_snapshot(
     packer.pack(dict(sorted(image.lifecycle.items())))
     packer.pack("notifications")
     packer.pack(dict(sorted(image.notifications.items())))
+    packer.pack("latest_at")
+    packer.pack(image.latest_at)
     pending.extend(packer.bytes())
     yield bytes(pending)
 
@@ -345,7 +358,7 @@ def _image(doc: dict[str, Any]) -> FrozenState:
         parts[session.upload_id] = {p[0]: PartInfo(*p) for p in row[9]}
     return FrozenState(
         server_id=doc["server_id"],
-        buckets={row[0]: Bucket(*row) for row in doc["buckets"]},
+        buckets={row[0]: _bucket(row) for row in doc["buckets"]},
         objects=objects,
         uploads=uploads,
         parts=parts,
@@ -357,4 +370,5 @@ def _image(doc: dict[str, Any]) -> FrozenState:
         video_shares={row[0]: VideoShare(*row) for row in doc.get("video_shares", [])},
         lifecycle=dict(doc.get("lifecycle", {})),
         notifications=dict(doc.get("notifications", {})),
+        latest_at=int(doc.get("latest_at", 0)),
     )

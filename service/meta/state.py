@@ -16,9 +16,9 @@ Indexes:
   goes; both are kept by the object store beside the versions, so a start that reopens a
   persistent store (``reopen``) never recounts them;
 - multipart sessions and their parts (``service.meta.upload_state``), users and access
-  keys (``service.meta.accounts``), video jobs and shares (``service.meta.video_state``):
-  each resource in its own module with its own handlers, as this one holds buckets and
-  objects.
+  keys (``service.meta.accounts``), video jobs and shares (``service.meta.video_state``),
+  retention and legal hold (``service.meta.lock_state``, asked before every removal of a
+  version): each resource in its own module with its own handlers.
 
 Object semantics (S3's): with versioning off, a PUT replaces the null version (version id
 None) and keeps versions written while versioning was on; a DELETE removes the null version
@@ -37,46 +37,41 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from service.meta import events, fields
+from service.meta import fields, records
 from service.meta.accounts import Accounts
 from service.meta.fields import MalformedEventError
 from service.meta.frozen import FrozenState, Versions
-from service.meta.lifecycle_state import Lifecycle, judgment_problem
+from service.meta.identity import legacy_bucket_id
+from service.meta.lifecycle_state import Lifecycle, judged_refusal
+from service.meta.lock_state import ObjectLocks, bucket_settings, setting_changes
 from service.meta.model import (
     NULL_VERSION_ID,
-    AccessKey,
     Bucket,
     Counts,
     ObjectPage,
     ObjectVersion,
-    PartInfo,
-    UploadSession,
     Usage,
-    User,
     VersionPage,
+    delete_marker,
 )
 from service.meta.notification_state import Notifications
-from service.meta.object_index import ObjectIndex, ObjectStore, PayloadHolder, visible
+from service.meta.object_index import (
+    ObjectIndex,
+    ObjectStore,
+    PayloadHolder,
+    find_version,
+    visible,
+)
 from service.meta.outcome import Outcome, accepted, rejected
 from service.meta.refs import PayloadRefs
+from service.meta.resource_reads import ResourceReads
 from service.meta.upload_state import Uploads
 from service.meta.video_state import Media
 
 Handler = Callable[[Mapping[str, Any]], Outcome]
 
 
-def _delete_marker(bucket: str, key: str, version_id: str | None, at: int) -> ObjectVersion:
-    return ObjectVersion(bucket, key, version_id, None, 0, "", "", {}, at, at, True)
-
-
-def _find(versions: Versions, version_id: str | None) -> int | None:
-    for index, version in enumerate(versions):
-        if version.version_id == version_id:
-            return index
-    return None
-
-
-class MetaState:
+class MetaState(ResourceReads):
     """The object store's metadata; see the module docstring."""
 
     def __init__(self, objects: ObjectStore | None = None) -> None:
@@ -89,20 +84,22 @@ class MetaState:
         self._accounts = Accounts()
         self._media = Media(self._buckets.__contains__)
         self._anomalies: dict[str, int] = {}
-        self._lifecycle = Lifecycle(self._buckets.__contains__)
-        self._notifications = Notifications(self._buckets.__contains__)
+        self._lifecycle = Lifecycle(self.bucket_id_of)
+        self._notifications = Notifications(self.bucket_id_of)
+        self.locks = ObjectLocks(self._buckets, self._objects)  # read through it, never change it
         self._handlers: dict[str, Handler] = {
-            events.SERVER_INITIALIZED: self._server_initialized,
-            events.BUCKET_CREATED: self._bucket_created,
-            events.BUCKET_UPDATED: self._bucket_updated,
-            events.BUCKET_DELETED: self._bucket_and_its_jobs_deleted,
-            events.OBJECT_STORED: self._object_stored,
-            events.OBJECT_DELETED: self._object_deleted,
+            records.SERVER_INITIALIZED: self._server_initialized,
+            records.BUCKET_CREATED: self._bucket_created,
+            records.BUCKET_UPDATED: self._bucket_updated,
+            records.BUCKET_DELETED: self._bucket_and_its_jobs_deleted,
+            records.OBJECT_STORED: self._object_stored,
+            records.OBJECT_DELETED: self._object_deleted,
             **self._uploads.handlers(),
             **self._accounts.handlers(),
             **self._media.handlers(),
             **self._lifecycle.handlers(),
             **self._notifications.handlers(),
+            **self.locks.handlers(),
         }
 
     # -- images -------------------------------------------------------------------------
@@ -130,6 +127,7 @@ class MetaState:
             video_shares=shares,
             lifecycle=self._lifecycle.images(),
             notifications=self._notifications.images(),
+            latest_at=self.locks.latest_at,
         )
 
     @classmethod
@@ -153,6 +151,7 @@ class MetaState:
         state._media.load(image.video_jobs, image.video_shares)
         state._lifecycle.load(image.lifecycle)
         state._notifications.load(image.notifications)
+        state.locks.observe_time(image.latest_at)
         if counted:
             for name, bucket in image.buckets.items():
                 state._buckets[name] = bucket
@@ -190,6 +189,8 @@ class MetaState:
         except MalformedEventError as exc:
             self._note(f"malformed:{kind}")
             return rejected("InternalError", f"malformed {kind} event: {exc}")
+        finally:
+            self.locks.observe_time(event.get("at"))
 
     def _note(self, anomaly: str) -> None:
         self._anomalies[anomaly] = self._anomalies.get(anomaly, 0) + 1
@@ -226,14 +227,18 @@ class MetaState:
         return accepted(None)
 
     def _bucket_created(self, event: Mapping[str, Any]) -> Outcome:
+        name, at = fields.text(event, "name"), fields.integer(event, "at")
         bucket = Bucket(
-            name=fields.text(event, "name"),
+            name=name,
             owner=fields.text(event, "owner"),
             quota_bytes=fields.optional_integer(event, "quota_bytes"),
             versioning_enabled=fields.flag(event, "versioning_enabled"),
             tags=fields.string_map(event, "tags"),
-            created_at=fields.integer(event, "at"),
-            updated_at=fields.integer(event, "at"),
+            created_at=at,
+            updated_at=at,
+            # A record from before identities carries none (``service.meta.identity``).
+            bucket_id=fields.added_text(event, "bucket_id") or legacy_bucket_id(name, at),
+            **bucket_settings(event),
         )
         if bucket.name in self._buckets:
             return rejected("BucketAlreadyExists", f"bucket {bucket.name!r} already exists")
@@ -254,7 +259,10 @@ class MetaState:
         bucket = self._buckets.get(name)
         if bucket is None:
             return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
-        updated = replace(bucket, updated_at=at, **updates)
+        locking = setting_changes(bucket, changes)
+        if isinstance(locking, str):
+            return rejected("InvalidState", locking)
+        updated = replace(bucket, updated_at=at, **updates, **locking)
         self._buckets[name] = updated
         return accepted(updated)
 
@@ -272,12 +280,14 @@ class MetaState:
         since no object of the bucket references them."""
         name = fields.text(event, "name")
         force = fields.flag(event, "force")
-        fields.integer(event, "at")
+        at = fields.integer(event, "at")
         bucket = self._buckets.get(name)
         if bucket is None:
             return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
         if self._objects.holds_any(name) and not force:
             return rejected("BucketNotEmpty", f"bucket {name!r} is not empty")
+        if force and self.locks.holds_locked(bucket, at):
+            return rejected("BucketNotEmpty", f"bucket {name!r} holds locked versions")
         released: list[str] = []
         for version in self._objects.drop_bucket(name):
             if version.payload_id is not None:
@@ -337,18 +347,20 @@ class MetaState:
         before = self._objects.versions(bucket.name, key)
         created_at = at
         if bucket.versioning_enabled:
-            if _find(before, version_token) is not None:
+            if find_version(before, version_token) is not None:
                 return self._refs.refuse("InvalidState", "the version id is taken", payload_id)
             replaced = None
             kept = before
             version_id: str | None = version_token
         else:
-            index = _find(before, None)
+            index = find_version(before, None)
             replaced = None if index is None else before[index]
             kept = before if index is None else before[:index] + before[index + 1 :]
             version_id = None
             if replaced is not None and replaced is before[-1] and not replaced.is_delete_marker:
                 created_at = replaced.created_at
+            if replaced is not None and (problem := self.locks.removal_problem(replaced, at)):
+                return self._refs.refuse("ObjectLocked", problem, payload_id)
         freed = replaced.size if replaced is not None else 0
         if not self._quota_allows(bucket, size - freed):
             return self._refs.refuse(
@@ -366,6 +378,7 @@ class MetaState:
             created_at=created_at,
             updated_at=at,
         )
+        version = self.locks.stamp(bucket, version, at)
         released: list[str] = []
         self._count_in(version)
         if replaced is not None:
@@ -389,34 +402,38 @@ class MetaState:
             return rejected("NoSuchBucket", f"bucket {name!r} does not exist")
         before = self._objects.versions(name, key)
         if "judged" in event:  # a lifecycle delete: only of the version it judged due
-            problem = judgment_problem(event["judged"], before)
-            if problem is not None:
-                return rejected("PreconditionFailed", problem)
+            refusal = judged_refusal(event["judged"], before, self.bucket_id_of, name)
+            if refusal is not None:
+                return refusal
         released: list[str] = []
         if version_id is not None:
-            index = _find(before, None if version_id == NULL_VERSION_ID else version_id)
+            index = find_version(before, None if version_id == NULL_VERSION_ID else version_id)
             if index is None:
                 return rejected("NoSuchVersion", f"no version {version_id!r} of {key!r}")
             removed = before[index]
+            if problem := self.locks.removal_problem(removed, at):
+                return rejected("ObjectLocked", problem)
             self._count_out(removed, released)
             self._objects.set_versions(name, key, before, before[:index] + before[index + 1 :])
             return accepted(removed, released)
         if not visible(before):
             return rejected("NoSuchKey", f"no object {key!r} in bucket {name!r}")
         if bucket.versioning_enabled:
-            if _find(before, version_token) is not None:
+            if find_version(before, version_token) is not None:
                 return rejected("InvalidState", "the version id is taken")
-            marker = _delete_marker(name, key, version_token, at)
+            marker = delete_marker(name, key, version_token, at)
             self._objects.set_versions(name, key, before, (*before, marker))
             return accepted(marker)
-        index = _find(before, None)
+        index = find_version(before, None)
         kept = before if index is None else before[:index] + before[index + 1 :]
         if index is not None:
+            if problem := self.locks.removal_problem(before[index], at):
+                return rejected("ObjectLocked", problem)
             self._count_out(before[index], released)
         if not kept:
             self._objects.set_versions(name, key, before, ())
             return accepted(before[-1], released)
-        marker = _delete_marker(name, key, None, at)
+        marker = delete_marker(name, key, None, at)
         self._objects.set_versions(name, key, before, (*kept, marker))
         return accepted(marker, released)
 
@@ -432,6 +449,11 @@ class MetaState:
 
     def get_bucket(self, name: str) -> Bucket | None:
         return self._buckets.get(name)
+
+    def bucket_id_of(self, name: str) -> str | None:
+        """The identity of the bucket called ``name`` now (None: no such bucket)."""
+        bucket = self._buckets.get(name)
+        return None if bucket is None else bucket.bucket_id
 
     def bucket_usage(self, name: str) -> Usage:
         """The bucket's usage (zero for a missing bucket)."""
@@ -459,7 +481,7 @@ class MetaState:
             return None
         if version_id is None:
             return versions[-1]
-        index = _find(versions, None if version_id == NULL_VERSION_ID else version_id)
+        index = find_version(versions, None if version_id == NULL_VERSION_ID else version_id)
         return None if index is None else versions[index]
 
     def object_versions(self, bucket: str, key: str) -> Versions:
@@ -525,60 +547,3 @@ class MetaState:
             objects=sum(usage.object_count for usage in usages),
             bytes_stored=sum(usage.size_bytes for usage in usages),
         )
-
-    # -- reads: multipart ---------------------------------------------------------------
-
-    def get_upload(self, upload_id: str) -> UploadSession | None:
-        """The session, open or expired-but-not-yet-aborted (compare ``expires_at``)."""
-        return self._uploads.get(upload_id)
-
-    def upload_parts(self, upload_id: str) -> list[PartInfo]:
-        """The session's parts by part number (empty for an unknown session)."""
-        return self._uploads.parts(upload_id)
-
-    def uploads(self, bucket: str | None = None) -> list[UploadSession]:
-        """Sessions of ``bucket`` (all for None) by key, then age."""
-        return self._uploads.sessions(bucket)
-
-    def expired_uploads(self, now_ms: int) -> list[UploadSession]:
-        """Sessions past their ``expires_at``, for the task that journals their expiry."""
-        return self._uploads.expired(now_ms)
-
-    # -- reads: video jobs and shares ----------------------------------------------------
-
-    @property
-    def media(self) -> Media:
-        """Video jobs and shares; read through it, never change it (only ``apply`` does)."""
-        return self._media
-
-    @property
-    def lifecycle(self) -> Lifecycle:
-        """Lifecycle rules per bucket; read through it, never change it."""
-        return self._lifecycle
-
-    @property
-    def notifications(self) -> Notifications:
-        """Webhooks per bucket; read through it, never change it."""
-        return self._notifications
-
-    # -- reads: users and access keys ----------------------------------------------------
-
-    def get_user(self, user_id: str) -> User | None:
-        return self._accounts.get_user(user_id)
-
-    def user_by_username(self, username: str) -> User | None:
-        return self._accounts.user_by_username(username)
-
-    def list_users(self) -> list[User]:
-        return self._accounts.list_users()
-
-    def get_access_key(self, access_key_id: str) -> AccessKey | None:
-        return self._accounts.get_access_key(access_key_id)
-
-    def list_access_keys(self, user_id: str | None = None) -> list[AccessKey]:
-        return self._accounts.list_access_keys(user_id)
-
-    def key_last_used(self, access_key_id: str) -> int | None:
-        """The key's journaled last use (ms); None if none was journaled. Uses noted since
-        the last ``AccessKeysUsed`` event live in ``service.engine.key_usage``."""
-        return self._accounts.last_used(access_key_id)

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from service.meta import events, fields
+from service.meta import fields, records
 from service.meta.model import PartInfo, UploadSession
 from service.meta.outcome import Outcome, accepted, rejected
 from service.meta.refs import PayloadRefs
@@ -44,10 +44,10 @@ class Uploads:
 
     def handlers(self) -> dict[str, Handler]:
         return {
-            events.UPLOAD_STARTED: self._upload_started,
-            events.PART_STORED: self._part_stored,
-            events.UPLOAD_COMPLETED: self._upload_completed,
-            events.UPLOAD_ABORTED: self._upload_aborted,
+            records.UPLOAD_STARTED: self._upload_started,
+            records.PART_STORED: self._part_stored,
+            records.UPLOAD_COMPLETED: self._upload_completed,
+            records.UPLOAD_ABORTED: self._upload_aborted,
         }
 
     # -- images -------------------------------------------------------------------------

@@ -14,6 +14,18 @@ Lifecycle a job's events may take (``apply`` refuses anything else with InvalidS
 A job's shares need it ``completed``; deleting the job deletes its shares. Progress is
 journaled only with status changes; the runner keeps the finer figure in memory.
 
+On a media fleet (``service.media.fleet_runner``) a job moves by attempts instead, each
+checked against the job's count so that a stale or repeated record changes nothing:
+
+    VideoAttemptStarted n     queued|processing (no attempt active, n = attempts + 1)
+                              -> processing, attempt n active on its worker
+    VideoAttemptEnded n       attempt n active -> queued (its lease lapsed, or cancelled)
+    VideoAttemptAccepted n    attempt n active -> processing, publishing its uploads
+    VideoAttemptFinished n    publishing -> completed; active or publishing -> failed
+
+The embedded runner's ``queued -> processing`` counts an attempt too, and any of its
+verdicts ends a fleet attempt left over from a start in the other mode.
+
 Thread-safety: like ``MetaState``, mutate only on the event-loop thread.
 """
 
@@ -23,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from service.meta import events, fields
+from service.meta import fields, records
 from service.meta.fields import MalformedEventError
 from service.meta.model import VideoJob, VideoShare
 from service.meta.outcome import Outcome, accepted, rejected
@@ -70,11 +82,15 @@ class Media:
 
     def handlers(self) -> dict[str, Handler]:
         return {
-            events.VIDEO_JOB_CREATED: self._job_created,
-            events.VIDEO_JOB_UPDATED: self._job_updated,
-            events.VIDEO_JOB_DELETED: self._job_deleted,
-            events.VIDEO_SHARE_CREATED: self._share_created,
-            events.VIDEO_SHARE_REVOKED: self._share_revoked,
+            records.VIDEO_JOB_CREATED: self._job_created,
+            records.VIDEO_JOB_UPDATED: self._job_updated,
+            records.VIDEO_JOB_DELETED: self._job_deleted,
+            records.VIDEO_ATTEMPT_STARTED: self._attempt_started,
+            records.VIDEO_ATTEMPT_ENDED: self._attempt_ended,
+            records.VIDEO_ATTEMPT_ACCEPTED: self._attempt_accepted,
+            records.VIDEO_ATTEMPT_FINISHED: self._attempt_finished,
+            records.VIDEO_SHARE_CREATED: self._share_created,
+            records.VIDEO_SHARE_REVOKED: self._share_revoked,
         }
 
     def forget_bucket(self, bucket: str) -> None:
@@ -120,10 +136,108 @@ class Media:
         if status not in _NEXT.get(job.status, frozenset()):
             return rejected("InvalidState", f"job {job_id!r} cannot go {job.status} -> {status}")
         updated = replace(
-            job, status=status, progress=progress, outputs=outputs, error=error, updated_at=at
+            job,
+            status=status,
+            progress=progress,
+            outputs=outputs,
+            error=error,
+            updated_at=at,
+            attempts=job.attempts + (job.status == "queued" and status == "processing"),
+            active=False,
+            publishing=None,
         )
         self._jobs[job_id] = updated
         return accepted(updated)
+
+    def _attempt(self, event: Mapping[str, Any]) -> tuple[VideoJob | None, int, int]:
+        """The job the attempt event names (None if gone), the attempt number and ``at``."""
+        job_id = fields.text(event, "job_id")
+        attempt = fields.integer(event, "attempt", minimum=1)
+        at = fields.integer(event, "at")
+        return self._jobs.get(job_id), attempt, at
+
+    def _stale(self, job: VideoJob | None, attempt: int, event: Mapping[str, Any]) -> Outcome:
+        if job is None:
+            return rejected("NoSuchJob", f"no job {fields.text(event, 'job_id')!r}")
+        return rejected(
+            "InvalidState",
+            f"attempt {attempt} of job {job.job_id!r} is not the one running "
+            f"(attempts {job.attempts}, {job.status})",
+        )
+
+    def _store(self, job: VideoJob) -> Outcome:
+        self._jobs[job.job_id] = job
+        return accepted(job)
+
+    def _attempt_started(self, event: Mapping[str, Any]) -> Outcome:
+        job, attempt, at = self._attempt(event)
+        worker, host = fields.text(event, "worker"), fields.text(event, "host")
+        if (
+            job is None
+            or job.status in FINISHED
+            or job.active
+            or job.publishing is not None
+            or attempt != job.attempts + 1
+        ):
+            return self._stale(job, attempt, event)
+        return self._store(
+            replace(
+                job,
+                status="processing",
+                progress=0.0,
+                error=None,
+                attempts=attempt,
+                worker=worker or host,
+                active=True,
+                updated_at=at,
+            )
+        )
+
+    def _attempt_ended(self, event: Mapping[str, Any]) -> Outcome:
+        job, attempt, at = self._attempt(event)
+        if fields.text(event, "reason") not in records.ATTEMPT_END_REASONS:
+            raise MalformedEventError("unknown attempt end reason")
+        if job is None or not job.active or attempt != job.attempts:
+            return self._stale(job, attempt, event)
+        return self._store(replace(job, status="queued", progress=0.0, active=False, updated_at=at))
+
+    def _attempt_accepted(self, event: Mapping[str, Any]) -> Outcome:
+        job, attempt, at = self._attempt(event)
+        uploads = fields.string_map(event, "uploads")
+        if not uploads:
+            raise MalformedEventError("an accepted attempt names its uploads")
+        if job is None or not job.active or attempt != job.attempts:
+            return self._stale(job, attempt, event)
+        return self._store(replace(job, active=False, publishing=uploads, updated_at=at))
+
+    def _attempt_finished(self, event: Mapping[str, Any]) -> Outcome:
+        job, attempt, at = self._attempt(event)
+        status = fields.text(event, "status")
+        outputs = fields.string_map(event, "outputs")
+        error = fields.optional_text(event, "error")
+        if status not in FINISHED:
+            raise MalformedEventError("an attempt finishes completed or failed")
+        publishing = job is not None and job.publishing is not None
+        running = job is not None and (job.active or publishing)
+        if (
+            job is None
+            or attempt != job.attempts
+            or not running
+            or (status == "completed" and not publishing)
+        ):
+            return self._stale(job, attempt, event)
+        return self._store(
+            replace(
+                job,
+                status=status,
+                progress=1.0 if status == "completed" else job.progress,
+                outputs=outputs,
+                error=error,
+                active=False,
+                publishing=None,
+                updated_at=at,
+            )
+        )
 
     def _job_deleted(self, event: Mapping[str, Any]) -> Outcome:
         job_id = fields.text(event, "job_id")

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from service.engine.core import Engine
@@ -47,10 +47,12 @@ class _Tracked:
 
 
 class Assemblies:
-    """The assemblies of one engine's open uploads."""
+    """The assemblies of one process's open uploads (``service.multipart.uploads``)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, completing: AbstractSet[str]) -> None:
         self._engine = engine
+        self._completing = completing
+        """The uploads whose ``complete`` runs now (``service.multipart.uploads``)."""
         self._tracked: dict[str, _Tracked] = {}
 
     def __len__(self) -> int:
@@ -67,7 +69,7 @@ class Assemblies:
         """Bring the upload's assembly in line with its stored parts (module docstring)."""
         await self._drop_closed()
         engine = self._engine
-        if upload_id in engine.uploads_completing or engine.state.get_upload(upload_id) is None:
+        if upload_id in self._completing or engine.state.get_upload(upload_id) is None:
             return
         if stored_in_place(engine.state.upload_parts(upload_id)):
             await self.drop(upload_id)
@@ -136,7 +138,7 @@ class Assemblies:
         if keep < len(assembly.parts):
             await engine.run_blocking(assembly.keep, keep)
         while True:
-            if upload_id in engine.uploads_completing:
+            if upload_id in self._completing:
                 return
             stored = {part.part_number: part for part in engine.state.upload_parts(upload_id)}
             following = stored.get(len(assembly.parts) + 1)
@@ -148,14 +150,3 @@ class Assemblies:
         assembly, tracked.assembly = tracked.assembly, None
         if assembly is not None:
             await self._engine.run_blocking(assembly.discard)
-
-
-_registry: weakref.WeakKeyDictionary[Engine, Assemblies] = weakref.WeakKeyDictionary()
-
-
-def assemblies_of(engine: Engine) -> Assemblies:
-    """The assemblies kept for ``engine`` (one registry per engine, made on first use)."""
-    assemblies = _registry.get(engine)
-    if assemblies is None:
-        assemblies = _registry[engine] = Assemblies(engine)
-    return assemblies

@@ -47,16 +47,15 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import os
-import weakref
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
 from journal import JournalError
 from service.engine.core import Engine
 from service.meta import PartInfo, UploadSession
-from service.meta.events import PART_STORED
+from service.meta.records import PART_STORED
 from service.storage import StagedPayload, region_locks
 from service.storage.direct import RegionWriter, SealPlan, is_direct_id, parse_direct_id
 from service.storage.region_locks import RegionLock
@@ -110,11 +109,6 @@ class Claim:
     """The region's writer, opened with the lock (several processes only)."""
 
 
-def single_process(engine: Engine) -> bool:
-    workers = engine.config.workers or os.cpu_count() or 1
-    return workers == 1
-
-
 def stored_in_place(parts: Sequence[PartInfo]) -> bool:
     """Whether any of ``parts`` is written in its upload's file."""
     return any(is_direct_id(part.payload_id) for part in parts)
@@ -123,13 +117,17 @@ def stored_in_place(parts: Sequence[PartInfo]) -> bool:
 class DirectParts:
     """The in-place parts of one engine's open uploads; see the module docstring."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self, engine: Engine, completing: AbstractSet[str], *, shared: bool, hashes: bool
+    ) -> None:
         self._engine = engine
+        self._completing = completing
+        """The uploads whose ``complete`` runs now (``service.multipart.uploads``)."""
         self._uploads: dict[str, _Upload] = {}
-        self.shared = not single_process(engine)
+        self.shared = shared
         """Several serving processes: claims are region locks too (module docstring)."""
-        self.enabled = not self.shared or region_locks.supported()
-        self.hashes = engine.commits_here
+        self.enabled = not shared or region_locks.supported()
+        self.hashes = hashes
         """Whether this process hashes stored parts and removes files (not a worker)."""
         self._swept = False
 
@@ -269,7 +267,7 @@ class DirectParts:
         engine = self._engine
         if not self.enabled or length is None or not 0 < length <= stride or stride <= 0:
             return None
-        if session.upload_id in engine.uploads_completing:
+        if session.upload_id in self._completing:
             return None
         offset = (number - 1) * stride
         if offset + length > engine.config.max_object_bytes:
@@ -343,10 +341,7 @@ class DirectParts:
 
     def _open(self, upload_id: str) -> bool:
         engine = self._engine
-        return (
-            upload_id not in engine.uploads_completing
-            and engine.state.get_upload(upload_id) is not None
-        )
+        return upload_id not in self._completing and engine.state.get_upload(upload_id) is not None
 
     def _stored(self, upload_id: str) -> dict[int, PartInfo]:
         return {part.part_number: part for part in self._engine.state.upload_parts(upload_id)}
@@ -416,26 +411,14 @@ class DirectParts:
 
     async def _remove(self, upload_id: str) -> None:
         engine = self._engine
-        if engine.config.durability != "strict" and engine.journal is not None:
+        try:
             # Balanced: the record that closed the upload may not be on disk yet; were the
             # file gone and the record lost, the reopened upload's parts would be too.
-            try:
-                await engine.journal.sync()
-            except JournalError as exc:
-                log.warning("keeping the file of upload %s (journal sync: %s)", upload_id, exc)
-                return
+            await engine.committer.sync()
+        except JournalError as exc:
+            log.warning("keeping the file of upload %s (journal sync: %s)", upload_id, exc)
+            return
         try:
-            await self._engine.run_blocking(self._engine.store.remove_direct, upload_id)
+            await engine.run_blocking(engine.store.remove_direct, upload_id)
         except OSError as exc:
             log.warning("removing the file of upload %s failed: %s", upload_id, exc)
-
-
-_registry: weakref.WeakKeyDictionary[Engine, DirectParts] = weakref.WeakKeyDictionary()
-
-
-def direct_parts_of(engine: Engine) -> DirectParts:
-    """The in-place parts kept for ``engine`` (one registry per engine, made on first use)."""
-    parts = _registry.get(engine)
-    if parts is None:
-        parts = _registry[engine] = DirectParts(engine)
-    return parts

@@ -36,9 +36,8 @@ from service.common.numbers import require_int
 from service.common.timefmt import now_ms
 from service.common.wire import MAX_PART_NUMBER, MIN_PART_NUMBER, QUERY_PART_NUMBER
 from service.engine.core import Engine
-from service.meta import ObjectVersion, PartInfo, UploadSession, events
-from service.multipart.assembly import assemblies_of
-from service.multipart.in_place import direct_parts_of
+from service.meta import ObjectVersion, PartInfo, UploadSession, records
+from service.multipart.uploads import Uploads
 from service.ops.buckets import outcome_error, require_bucket
 from service.ops.objects import (
     new_version_token,
@@ -47,7 +46,7 @@ from service.ops.objects import (
     storage_failure,
 )
 from service.storage import StagedPayload
-from service.storage.direct import DirectStaged
+from service.storage.direct import DirectStaged, is_direct_id
 
 MIB = 1024 * 1024
 DEFAULT_PART_SIZE = 8 * MIB
@@ -120,8 +119,8 @@ def stored_parts(engine: Engine, upload_id: str) -> dict[int, PartInfo]:
     return {part.part_number: part for part in engine.state.upload_parts(upload_id)}
 
 
-def ensure_not_completing(engine: Engine, upload_id: str) -> None:
-    if upload_id in engine.uploads_completing:
+def ensure_not_completing(uploads: Uploads, upload_id: str) -> None:
+    if upload_id in uploads.completing:
         raise ApiError("InvalidState", "the upload is being completed")
 
 
@@ -144,7 +143,7 @@ async def start_upload(engine: Engine, owner: str, body: Mapping[str, Any]) -> U
     upload_id = secrets.token_hex(16)
     at = now_ms()
     outcome = await engine.commit(
-        events.upload_started(
+        records.upload_started(
             upload_id=upload_id,
             bucket=bucket,
             key=key,
@@ -171,7 +170,7 @@ def part_quota_room(engine: Engine, session: UploadSession) -> int | None:
 
 
 async def store_part(
-    engine: Engine,
+    uploads: Uploads,
     session: UploadSession,
     part_number: int,
     staged: StagedPayload,
@@ -181,12 +180,13 @@ async def store_part(
 
     A part written in place (``DirectStaged``) is named already: nothing to promote or,
     when refused, to remove (its region is no stored part's)."""
+    engine = uploads.engine
     in_place = isinstance(staged, DirectStaged)
     if expected_sha256 is not None and expected_sha256 != staged.sha256:
         if not in_place:
             await engine.run_blocking(engine.store.discard_staged, staged)
         raise ApiError("BadDigest", "the part's SHA-256 does not match X-Checksum-Sha256")
-    ensure_not_completing(engine, session.upload_id)
+    ensure_not_completing(uploads, session.upload_id)
     engine.ensure_writable()
     if isinstance(staged, DirectStaged):
         payload_id = staged.payload_id
@@ -194,7 +194,7 @@ async def store_part(
         payload_id = await promote_staged(engine, staged)
         crashpoints.hit("multipart.part_promoted")
     outcome = await engine.commit(
-        events.part_stored(
+        records.part_stored(
             upload_id=session.upload_id,
             part_number=part_number,
             payload_id=payload_id,
@@ -208,8 +208,8 @@ async def store_part(
     part = stored_parts(engine, session.upload_id).get(part_number)
     if part is None:
         raise ApiError("NoSuchUpload", "the upload closed while the part arrived")
-    await direct_parts_of(engine).part_stored(session)
-    await assemblies_of(engine).part_stored(session.upload_id)
+    await uploads.in_place.part_stored(session)
+    await uploads.assemblies.part_stored(session.upload_id)
     return part
 
 
@@ -261,72 +261,86 @@ def refuse_quarantined_parts(engine: Engine, parts: Sequence[PartInfo]) -> None:
             )
 
 
+def _is_own_file(parts: Sequence[PartInfo]) -> bool:
+    """Whether the manifest is one part stored in a payload file of its own (not in place):
+    then that file is the object as it is, and the version shares it with the part (the
+    payload references are counted, ``service.meta.refs``) instead of a copy being joined
+    and hashed again. A fleet worker's outputs arrive so (``service.media.fleet_outputs``)."""
+    return len(parts) == 1 and not is_direct_id(parts[0].payload_id)
+
+
 async def complete_upload(
-    engine: Engine, session: UploadSession, body: Mapping[str, Any]
+    uploads: Uploads, session: UploadSession, body: Mapping[str, Any]
 ) -> ObjectVersion:
     """Join the manifest's parts into the key's new version and close the session."""
+    engine = uploads.engine
     manifest = parse_manifest(body)
-    ensure_not_completing(engine, session.upload_id)
+    ensure_not_completing(uploads, session.upload_id)
     engine.ensure_writable()
     parts = check_manifest(stored_parts(engine, session.upload_id), manifest)
     refuse_quarantined_parts(engine, parts)
-    engine.uploads_completing.add(session.upload_id)
+    uploads.completing.add(session.upload_id)
     try:
         try:
-            staged = await direct_parts_of(engine).take(session, parts)
+            staged = await uploads.in_place.take(session, parts)
             if staged is None:
-                staged = await assemblies_of(engine).take(session.upload_id, parts)
-            if staged is None:
+                staged = await uploads.assemblies.take(session.upload_id, parts)
+            if staged is None and not _is_own_file(parts):
                 staged = await engine.run_blocking(engine.store.join, [p.payload_id for p in parts])
         except OSError as exc:
             raise storage_failure(exc) from None  # the join or seal discarded its file
-        payload_id = await promote_staged(engine, staged)
+        if staged is None:  # one part in a payload file of its own: the object already
+            payload_id, size, sha256 = parts[0].payload_id, parts[0].size, parts[0].sha256
+        else:
+            payload_id = await promote_staged(engine, staged)
+            size, sha256 = staged.size, staged.sha256
         crashpoints.hit("multipart.joined_promoted")
         outcome = await engine.commit(
-            events.upload_completed(
+            records.upload_completed(
                 upload_id=session.upload_id,
                 part_numbers=[part.part_number for part in parts],
                 payload_id=payload_id,
-                size=staged.size,
-                sha256=staged.sha256,
+                size=size,
+                sha256=sha256,
                 version_token=new_version_token(),
                 at=now_ms(),
             )
         )
     finally:
-        engine.uploads_completing.discard(session.upload_id)
-        direct_parts_of(engine).completed(session.upload_id)
+        uploads.completing.discard(session.upload_id)
+        uploads.in_place.completed(session.upload_id)
     crashpoints.hit("multipart.after_complete_record")
     if not outcome.ok or not isinstance(outcome.value, ObjectVersion):
         raise outcome_error(outcome)
-    await direct_parts_of(engine).drop(session.upload_id)
+    await uploads.in_place.drop(session.upload_id)
     return outcome.value
 
 
-async def abort_upload(engine: Engine, session: UploadSession, reason: str = "aborted") -> None:
+async def abort_upload(uploads: Uploads, session: UploadSession, reason: str = "aborted") -> None:
     """Close a session without an object; its parts are released by the commit."""
-    ensure_not_completing(engine, session.upload_id)
-    outcome = await engine.commit(
-        events.upload_aborted(upload_id=session.upload_id, reason=reason, at=now_ms())
+    ensure_not_completing(uploads, session.upload_id)
+    outcome = await uploads.engine.commit(
+        records.upload_aborted(upload_id=session.upload_id, reason=reason, at=now_ms())
     )
     crashpoints.hit("multipart.after_abort_record")
     if not outcome.ok:
         raise outcome_error(outcome)
-    await assemblies_of(engine).drop(session.upload_id)
-    await direct_parts_of(engine).drop(session.upload_id)
+    await uploads.assemblies.drop(session.upload_id)
+    await uploads.in_place.drop(session.upload_id)
 
 
-async def reap_expired_uploads(engine: Engine) -> int:
+async def reap_expired_uploads(uploads: Uploads) -> int:
     """Abort every session past its expiry (the background reaper); how many."""
+    engine = uploads.engine
     reaped = 0
     for session in engine.state.expired_uploads(now_ms()):
-        if session.upload_id in engine.uploads_completing or engine.read_only_reason:
+        if session.upload_id in uploads.completing or engine.read_only_reason:
             continue
         outcome = await engine.commit(
-            events.upload_aborted(upload_id=session.upload_id, reason="expired", at=now_ms())
+            records.upload_aborted(upload_id=session.upload_id, reason="expired", at=now_ms())
         )
         reaped += int(outcome.ok)
         if outcome.ok:
-            await assemblies_of(engine).drop(session.upload_id)
-            await direct_parts_of(engine).drop(session.upload_id)
+            await uploads.assemblies.drop(session.upload_id)
+            await uploads.in_place.drop(session.upload_id)
     return reaped

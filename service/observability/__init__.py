@@ -4,10 +4,13 @@ Nothing here knows about HTTP handlers or the metadata state: the server feeds t
 with plain numbers (seconds, bytes, route template names) and reads them back as a dict, a
 Prometheus exposition or log lines. Thread-safety is stated per module; in short, everything
 is meant for the event-loop thread except the logging formatter, which is thread-safe.
+
+May import (docs/architecture.md, "Layers"): ``service.common``.
 """
 
 from service.observability.access_log import (
     LOG_LEVELS,
+    FinishedRequest,
     LogfmtFormatter,
     configure_logging,
     log_access,
@@ -32,6 +35,7 @@ __all__ = [
     "OTHER_BUCKET",
     "OTHER_ROUTE",
     "BucketUsage",
+    "FinishedRequest",
     "LogfmtFormatter",
     "Metrics",
     "PerformanceRecorder",

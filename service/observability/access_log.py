@@ -32,6 +32,7 @@ import logging
 import re
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TextIO
 
 from service.common.timefmt import now_ms, rfc3339_ms
@@ -288,37 +289,41 @@ def configure_logging(
     root.setLevel(name.upper())
 
 
-def log_access(
-    *,
-    request_id: str,
-    method: str,
-    route: str,
-    status: int,
-    bytes_in: int,
-    bytes_out: int,
-    duration_s: float,
-    credential: str | None,
-    remote: str | None,
-    logger: logging.Logger | None = None,
-) -> None:
-    """Log the one access line of a finished request, at info level.
+@dataclass(frozen=True, slots=True)
+class FinishedRequest:
+    """One answered request, as every path that answers one records it (handlers, bare
+    delegates, the connection's refusals, the forwarding of a worker): the access line's
+    fields and what the request metrics count."""
 
-    ``route`` is the route template, ``credential`` the access key id or user id that
-    authenticated the request (None when anonymous: logged as ``-``); never pass a secret.
-    """
+    request_id: str
+    method: str
+    route: str
+    """The route TEMPLATE (``/api/v1/buckets/{bucket}``), never the raw path."""
+    status: int
+    bytes_in: int
+    bytes_out: int
+    duration_s: float
+    credential: str | None
+    """The access key id or user id that authenticated it; None when anonymous."""
+    remote: str | None
+
+
+def log_access(finished: FinishedRequest, logger: logging.Logger | None = None) -> None:
+    """Log the one access line of a finished request, at info level (``credential`` None is
+    logged as ``-``; never a secret)."""
     target = logger if logger is not None else logging.getLogger(ACCESS_LOGGER_NAME)
     if not target.isEnabledFor(logging.INFO):
         return
     fields: dict[str, object] = {
-        "request_id": request_id,
-        "method": method,
-        "route": route,
-        "status": status,
-        "bytes_in": bytes_in,
-        "bytes_out": bytes_out,
-        "duration_ms": duration_s * 1000,
-        "credential": credential,
-        "remote": remote,
+        "request_id": finished.request_id,
+        "method": finished.method,
+        "route": finished.route,
+        "status": finished.status,
+        "bytes_in": finished.bytes_in,
+        "bytes_out": finished.bytes_out,
+        "duration_ms": finished.duration_s * 1000,
+        "credential": finished.credential,
+        "remote": finished.remote,
     }
     handler = _only_logfmt_handler(target)
     if handler is None:

@@ -58,20 +58,24 @@ class _Series:
         self.total_bytes = 0
 
     def record(self, now: float, size_bytes: int, latencies: tuple[float, ...]) -> None:
-        if size_bytes < 0:
-            raise ValueError("size_bytes must not be negative")
         if any(value < 0 or math.isnan(value) for value in latencies):
             raise ValueError("latencies must be non-negative seconds")
-        second = math.floor(now)
-        if self._per_second and self._per_second[-1][0] == second:
-            self._per_second[-1][1] += 1
-            self._per_second[-1][2] += size_bytes
-        else:
-            self._per_second.append([second, 1, size_bytes])
-        self._samples.append((second, latencies))
+        self.count(now, 1, size_bytes)
+        self._samples.append((math.floor(now), latencies))
         for sketch, value in zip(self._sketches, latencies, strict=True):
             sketch.add(value)
-        self.total_count += 1
+
+    def count(self, now: float, count: int, size_bytes: int) -> None:
+        """Add to the counts and bytes only (no latency sample)."""
+        if size_bytes < 0 or count < 0:
+            raise ValueError("counts and sizes must not be negative")
+        second = math.floor(now)
+        if self._per_second and self._per_second[-1][0] == second:
+            self._per_second[-1][1] += count
+            self._per_second[-1][2] += size_bytes
+        else:
+            self._per_second.append([second, count, size_bytes])
+        self.total_count += count
         self.total_bytes += size_bytes
 
     def expire(self, oldest_second: int) -> None:
@@ -157,6 +161,14 @@ class PerformanceRecorder:
         self._put.record(
             now, size_bytes, (stage_write_s, flush_s, promote_s, journal_commit_s, total_s)
         )
+        self._expire(now)
+
+    def record_stored(self, count: int, size_bytes: int) -> None:
+        """Record objects stored without a PUT request of their own (a batch upload's members,
+        a completed multipart upload): they count as PUTs in ``count`` and ``bytes``, and,
+        having no request of their own, add no latency sample."""
+        now = self._clock()
+        self._put.count(now, count, size_bytes)
         self._expire(now)
 
     def record_get(self, size_bytes: int, first_byte_s: float, total_s: float) -> None:

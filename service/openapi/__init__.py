@@ -5,6 +5,9 @@ One module per job: ``schemas`` (response bodies), ``requests`` (request bodies)
 blocks), ``paths_*`` (the routes, keyed like the handlers' ``route_name``), ``document``
 (assembly) and ``html`` (the readable page at ``GET /api/v1/docs``). docs/openapi.md says
 how the document is kept exact.
+
+May import (docs/architecture.md, "Layers"): ``service``, ``service.common``, ``service.meta``,
+``service.auth``, ``service.audit``, ``service.events``, ``service.ops``, ``service.media``.
 """
 
 from service.openapi.document import openapi_document

@@ -17,9 +17,13 @@ from service import __version__
 from service.openapi.errors import error_responses, error_schemas
 from service.openapi.operations import REQUEST_ID
 from service.openapi.paths_accounts import account_paths, health_paths, system_paths
+from service.openapi.paths_audit import audit_paths, audit_schemas
 from service.openapi.paths_batch import batch_paths, batch_schemas
 from service.openapi.paths_console import console_paths
+from service.openapi.paths_fleet import JOB_TOKEN_SCHEME, fleet_paths, fleet_schemas
+from service.openapi.paths_lock import lock_paths, lock_schemas
 from service.openapi.paths_media import image_paths, video_paths
+from service.openapi.paths_replication import replication_paths, replication_schemas
 from service.openapi.paths_storage import (
     bucket_paths,
     multipart_paths,
@@ -42,6 +46,15 @@ Timestamps are RFC 3339 UTC with milliseconds. Custom metadata travels as
 CORS (`SERVICE_CORS_ORIGINS`): an allowed origin gets `Access-Control-Allow-Origin` on every
 answer, and a preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`) on any
 `/api/v1` path is answered before routing; preflights are not listed as operations.
+
+Every response carries one `Server` header and `X-Content-Type-Options: nosniff`. Object
+bodies (reads, presigned reads, share playback, image variants) are sandboxed
+(`Content-Security-Policy: sandbox`), and types a browser would run are sent as
+`Content-Disposition: attachment`. A POST, PUT, PATCH or DELETE whose `Origin` is neither this
+server's nor allowed by `SERVICE_CORS_ORIGINS` (or that says `Sec-Fetch-Site: cross-site`
+without one) is 403 AccessDenied; presigned requests are exempt. A request over a per-user
+cap (uploads in progress, open event streams) waits up to `SERVICE_QUEUE_WAIT` for a slot,
+then is 429 TooManyRequests with `Retry-After`.
 """
 
 PRESIGN_NOTE = (
@@ -63,6 +76,7 @@ def security_schemes() -> dict[str, Any]:
             "scheme": "bearer",
             "description": "A token from `POST /api/v1/auth/login`.",
         },
+        "jobToken": JOB_TOKEN_SCHEME,
         "presignExpires": {
             "type": "apiKey",
             "in": "query",
@@ -92,13 +106,17 @@ def openapi_document() -> dict[str, Any]:
         health_paths(),
         bucket_paths(),
         object_paths(),
+        lock_paths(),
         batch_paths(),
         image_paths(),
         account_paths(),
         system_paths(),
         multipart_paths(),
         video_paths(),
+        fleet_paths(),
         upkeep_paths(),
+        replication_paths(),
+        audit_paths(),
         console_paths(),
     ):
         paths.update(part)
@@ -133,6 +151,10 @@ def openapi_document() -> dict[str, Any]:
                 **request_schemas(),
                 **upkeep_schemas(),
                 **batch_schemas(),
+                **replication_schemas(),
+                **lock_schemas(),
+                **audit_schemas(),
+                **fleet_schemas(),
             },
             "responses": error_responses(REQUEST_ID),
             "parameters": parameter_components(),

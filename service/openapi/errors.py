@@ -85,6 +85,14 @@ EXTRA_HEADERS: dict[int, dict[str, Any]] = {
             "schema": {"type": "string", "pattern": "^bytes \\*/[0-9]+$"},
         }
     },
+    429: {
+        "Retry-After": {
+            "description": "A per-user cap (uploads in progress, open event streams) stayed "
+            "full for the whole `SERVICE_QUEUE_WAIT`: seconds to wait before retrying.",
+            "required": True,
+            "schema": {"type": "string", "pattern": "^[0-9]+$"},
+        }
+    },
     503: {
         "Retry-After": {
             "description": "Seconds to wait before retrying.",

@@ -140,7 +140,9 @@ def operation(
     description: str = "",
     head: bool = False,
 ) -> dict[str, Any]:
-    """One operation. ``errors`` lists every error status it can answer (500 is added)."""
+    """One operation. ``errors`` lists every error status it can answer (500 is added, and
+    503 to an operation with any error: a request the audit log could not record is refused,
+    ``service.http.audit_hook``)."""
     result: dict[str, Any] = {"operationId": operation_id, "summary": summary, "tags": [tag]}
     if description:
         result["description"] = description
@@ -150,7 +152,7 @@ def operation(
         result["requestBody"] = request_body
     result["security"] = AUTHENTICATED if security is None else security
     all_responses: dict[str, Any] = {str(status): body for status, body in responses.items()}
-    for status in sorted({*errors, 500}):
+    for status in sorted({*errors, 500, *((503,) if errors else ())}):
         if head:
             all_responses[str(status)] = head_error(status)
         else:

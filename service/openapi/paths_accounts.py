@@ -249,7 +249,9 @@ def system_paths() -> dict[str, Any]:
                         content={"text/html": {"schema": {"type": "string"}}},
                         headers={
                             "Content-Security-Policy": header(
-                                "Nothing is loaded from elsewhere.", {"type": "string"}
+                                "Nothing is loaded from elsewhere, nothing runs: "
+                                "`default-src 'none'` and `sandbox`.",
+                                {"type": "string"},
                             )
                         },
                     )

@@ -87,7 +87,7 @@ def batch_paths() -> dict[str, Any]:
                     },
                 },
                 responses={200: success("Each member's outcome.", "BatchResult")},
-                errors=(400, 401, 403, 404, 413, 503, 507),
+                errors=(400, 401, 403, 404, 413, 429, 503, 507),
             )
         }
     }

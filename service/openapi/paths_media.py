@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.media.images import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
-from service.meta import events
+from service.media.image_params import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
+from service.meta import records
 from service.openapi.operations import (
     PUBLIC,
     body_link,
@@ -28,6 +28,7 @@ from service.openapi.paths_storage import (
     ETAG,
     OBJECT_LINKS,
     READ_PARAMETERS,
+    SERVED_CONTENT_HEADERS,
     VERSION_HEADER,
     VERSION_ID,
     read_headers,
@@ -46,6 +47,8 @@ IMAGE_HEADERS = {
     "X-Image-Cache": header(
         "Whether the variant came from the cache.", {"type": "string", "enum": ["hit", "miss"]}
     ),
+    "X-Content-Type-Options": SERVED_CONTENT_HEADERS["X-Content-Type-Options"],
+    "Content-Security-Policy": SERVED_CONTENT_HEADERS["Content-Security-Policy"],
 }
 JOB_LINKS = {
     "GetJob": link("getJob", job_id="$response.body#/job_id"),
@@ -155,7 +158,7 @@ def video_paths() -> dict[str, Any]:
                     query_param(
                         "status",
                         "Only jobs in this status (empty: any).",
-                        {"type": "string", "enum": [*events.JOB_STATUSES, ""]},
+                        {"type": "string", "enum": [*records.JOB_STATUSES, ""]},
                     ),
                 ],
                 responses={200: ok("Jobs.", "JobList")},

@@ -24,7 +24,7 @@ from service.openapi.operations import (
     ref_param,
 )
 from service.openapi.requests import OBJECT_KEY
-from service.openapi.schemas import SHA256_HEX
+from service.openapi.schemas import SHA256_HEX, TIMESTAMP
 
 API = "/api/v1"
 BUCKET = ref_param("bucket")
@@ -41,6 +41,23 @@ ETAG = header(
 )
 VERSION_HEADER = header("The version's id, `null` without versioning.", {"type": "string"})
 CHECKSUM = header("The payload's SHA-256 (hex).", SHA256_HEX)
+LOCK_HEADERS = {
+    "X-Retention-Mode": header(
+        "The version's retention mode, when one is set.",
+        {"type": "string", "enum": ["governance", "compliance"]},
+        required=False,
+    ),
+    "X-Retain-Until": header(
+        "The end of the version's retention (RFC 3339), when one is set.",
+        TIMESTAMP,
+        required=False,
+    ),
+    "X-Legal-Hold": header(
+        "`on` or `off`: sent for a version with a retention or a legal hold.",
+        {"type": "string", "enum": ["on", "off"]},
+        required=False,
+    ),
+}
 OBJECT_WRITE_ERRORS = (400, 401, 403, 404, 409, 412, 413, 503, 507)
 BINARY = {"type": "string", "format": "binary"}
 ANY_BYTES = {"*/*": {"schema": BINARY}}
@@ -64,8 +81,27 @@ def parameter_components() -> dict[str, Any]:
     }
 
 
+SERVED_CONTENT_HEADERS = {
+    "X-Content-Type-Options": header(
+        "`nosniff`: the stored type is taken as it is.", {"type": "string", "const": "nosniff"}
+    ),
+    "Content-Security-Policy": header(
+        "`sandbox`: rendered as a page, the body runs in an origin of its own.",
+        {"type": "string", "const": "sandbox"},
+    ),
+    "Content-Disposition": header(
+        "For a type a browser would run (HTML, XHTML, SVG, XML, JavaScript): "
+        "`attachment` with the key's last segment as the file name (RFC 6266, RFC 5987).",
+        {"type": "string", "pattern": "^attachment; filename="},
+        required=False,
+    ),
+}
+"""What every object body is sent with (user content never runs in the service's origin)."""
+
+
 def read_headers(*, ranged: bool = False) -> dict[str, Any]:
     headers = {
+        **SERVED_CONTENT_HEADERS,
         "Content-Length": header(
             "Bytes in this answer's body.", {"type": "string", "pattern": "^[0-9]+$"}
         ),
@@ -74,6 +110,7 @@ def read_headers(*, ranged: bool = False) -> dict[str, Any]:
         "Last-Modified": header("HTTP date of the version.", {"type": "string"}),
         "Accept-Ranges": header("`bytes`", {"type": "string", "const": "bytes"}),
         "X-Version-Id": VERSION_HEADER,
+        **LOCK_HEADERS,
     }
     if ranged:
         headers["Content-Range"] = header(
@@ -203,12 +240,12 @@ def bucket_paths() -> dict[str, Any]:
             ),
             "patch": operation(
                 "updateBucket",
-                "Change quota, versioning or tags",
+                "Change quota, versioning, tags or the default retention",
                 tag="buckets",
                 parameters=[BUCKET],
                 request_body=json_body("BucketUpdate", required=False),
                 responses={200: ok("The bucket.", "Bucket")},
-                errors=(400, 401, 403, 404, 413, 503),
+                errors=(400, 401, 403, 404, 409, 413, 503),
             ),
             "delete": operation(
                 "deleteBucket",
@@ -301,15 +338,17 @@ def object_paths() -> dict[str, Any]:
                         },
                     )
                 },
-                errors=(400, 401, 403, 404, 411, 412, 413, 503, 507),
+                errors=(400, 401, 403, 404, 411, 412, 413, 423, 429, 503, 507),
             ),
             "delete": operation(
                 "deleteObject",
                 "Delete an object (a delete marker when versioning is on), or one version for good",
                 tag="objects",
+                description="A version under retention or legal hold is 423 ObjectLocked "
+                "(a delete without `version_id` adds a delete marker as usual).",
                 parameters=[BUCKET, KEY, VERSION_ID],
                 responses={204: ok("Deleted.")},
-                errors=(400, 401, 403, 404, 409, 503),
+                errors=(400, 401, 403, 404, 409, 423, 503),
             ),
         }
     }
@@ -404,7 +443,7 @@ def multipart_paths() -> dict[str, Any]:
                         },
                     )
                 },
-                errors=(400, 401, 403, 404, 409, 411, 413, 503, 507),
+                errors=(400, 401, 403, 404, 409, 411, 413, 429, 503, 507),
             )
         },
         f"{API}/multipart/{{upload_id}}/complete": {
@@ -422,7 +461,7 @@ def multipart_paths() -> dict[str, Any]:
                         headers={"ETag": ETAG, "X-Version-Id": VERSION_HEADER},
                     )
                 },
-                errors=(400, 401, 403, 404, 409, 413, 503, 507),
+                errors=(400, 401, 403, 404, 409, 413, 423, 503, 507),
             )
         },
     }

@@ -32,7 +32,7 @@ from service.ops.notifications import (
 API = "/api/v1"
 ADMIN = " (admin)"
 DAYS = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_DAYS}
-SEQUENCE = {"type": "string", "pattern": "^[0-9]{1,19}$"}
+SEQUENCE = {"type": "string", "pattern": "^[0-9]{1,18}$"}
 EVENT_TYPE = {"type": "string", "enum": list(EVENT_TYPES)}
 PREFIX = {"type": "string", "description": "Shaped like the start of a key; empty for all."}
 PRINTABLE_ID = "^[^\\x00-\\x1f\\x7f]+$"
@@ -216,11 +216,17 @@ def upkeep_paths() -> dict[str, Any]:
                 "streamEvents",
                 "The bucket's object events as Server-Sent Events",
                 tag="upkeep",
-                description="An endless `text/event-stream`: each event is `id: <sequence>` "
-                "and `data: <the event as JSON>`; comment lines keep it alive. Without a "
-                "resume point it starts with the next event. A resume point older than the "
-                "retained events is 410 EventsExpired; if retention overtakes a reader "
-                "mid-stream, the stream ends with an `event: error` carrying the error body.",
+                description="A `text/event-stream`: each event is `id: <sequence>` "
+                "and `data: <the event as JSON>` (with the bucket's `bucket_id`: a bucket "
+                "deleted and created again is another bucket, whose stream never carries the "
+                "old one's events); comment lines keep it alive. Without a resume point it "
+                "starts with the next event. A resume point older than the retained events "
+                "is 410 EventsExpired; if retention overtakes a reader mid-stream, the stream "
+                "ends with an `event: error` carrying the error body. The stream is "
+                "authorised for as long as it is open: once its key is revoked or deleted, "
+                "its user disabled or deleted, its token expired or revoked, its right to "
+                "read the bucket gone or its bucket deleted, it ends with an `event: end` "
+                'whose data is `{"reason", "message"}`.',
                 parameters=[
                     *bucket,
                     query_param("since", "Resume after this sequence.", SEQUENCE),
@@ -236,7 +242,7 @@ def upkeep_paths() -> dict[str, Any]:
                         content={"text/event-stream": {"schema": {"type": "string"}}},
                     )
                 },
-                errors=(400, 401, 403, 404, 410),
+                errors=(400, 401, 403, 404, 410, 429),
             ),
         },
         f"{API}/buckets/{{bucket}}/notifications": {

@@ -21,11 +21,10 @@ from service.common.header_fields import (
 )
 from service.common.names import MAX_KEY_BYTES
 from service.common.numbers import MAX_DIGITS
-from service.common.wire import MAX_PART_NUMBER
-from service.http.identity import MAX_KEY_NAME
+from service.common.wire import MAX_ACCESS_KEY_NAME, MAX_PART_NUMBER
 from service.media import video_params as video
-from service.media.images import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
-from service.openapi.schemas import nullable, ref
+from service.media.image_params import FITS, FORMATS, MAX_DIMENSION, QUALITY_RANGE
+from service.openapi.schemas import DEFAULT_RETENTION, nullable, ref
 from service.ops.buckets import MAX_TAG_CHARS, MAX_TAGS
 
 BUCKET_NAME = {
@@ -111,20 +110,52 @@ def body(
 def request_schemas() -> dict[str, Any]:
     """``components.schemas`` of every JSON request body."""
     low, high = QUALITY_RANGE
+    bucket_fields = {"name": BUCKET_NAME, "quota_bytes": QUOTA, "tags": TAGS}
     return {
         "AnyJson": ANY_JSON,
-        "BucketCreate": body(
-            {
-                "name": BUCKET_NAME,
-                "quota_bytes": QUOTA,
-                "versioning_enabled": {"type": "boolean"},
-                "tags": TAGS,
-            },
-            ("name",),
-            closed=True,
-        ),
+        "BucketCreate": {
+            "description": "With `object_lock_enabled`, versioning stays on (false is 400) and "
+            "a `default_retention` may be given; without it, a `default_retention` is 400.",
+            "anyOf": [
+                body(
+                    {
+                        **bucket_fields,
+                        "versioning_enabled": {"type": "boolean"},
+                        "object_lock_enabled": {"const": False},
+                        "default_retention": {"type": "null"},
+                    },
+                    ("name",),
+                    closed=True,
+                ),
+                body(
+                    {
+                        **bucket_fields,
+                        "versioning_enabled": {"const": True},
+                        "object_lock_enabled": {"const": True},
+                        "default_retention": nullable(DEFAULT_RETENTION),
+                    },
+                    ("name", "object_lock_enabled"),
+                    closed=True,
+                ),
+            ],
+        },
         "BucketUpdate": body(
-            {"quota_bytes": QUOTA, "versioning_enabled": {"type": "boolean"}, "tags": TAGS},
+            {
+                "quota_bytes": QUOTA,
+                "versioning_enabled": {
+                    "type": "boolean",
+                    "description": "`false` on a bucket with object lock is 409.",
+                },
+                "tags": TAGS,
+                "object_lock_enabled": {
+                    "type": "boolean",
+                    "description": "Only its current value (anything else is 409).",
+                },
+                "default_retention": {
+                    **nullable(DEFAULT_RETENTION),
+                    "description": "Lock buckets only (else 409); null removes it.",
+                },
+            },
             closed=True,
         ),
         "LoginRequest": body(
@@ -149,7 +180,7 @@ def request_schemas() -> dict[str, Any]:
         "AccessKeyCreate": body(
             {
                 "user_id": {"type": "string", "description": "Default: the caller."},
-                "name": {"type": "string", "maxLength": MAX_KEY_NAME},
+                "name": {"type": "string", "maxLength": MAX_ACCESS_KEY_NAME},
             }
         ),
         "AccessKeyUpdate": body(

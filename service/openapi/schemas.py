@@ -46,6 +46,15 @@ def list_of(field: str, item: str) -> dict[str, Any]:
     return closed({field: {"type": "array", "items": ref(item)}})
 
 
+RETENTION_MODE = {"type": "string", "enum": ["governance", "compliance"]}
+RETENTION = closed({"mode": RETENTION_MODE, "retain_until": TIMESTAMP})
+DEFAULT_RETENTION = closed(
+    {
+        "mode": RETENTION_MODE,
+        "days": {"type": "number", "exclusiveMinimum": 0, "maximum": 36500},
+    }
+)
+
 OBJECT_FIELDS: dict[str, Any] = {
     "bucket": {"type": "string"},
     "key": {"type": "string"},
@@ -57,6 +66,11 @@ OBJECT_FIELDS: dict[str, Any] = {
     "custom_metadata": STRING_MAP,
     "created_at": TIMESTAMP,
     "updated_at": TIMESTAMP,
+    "retention": {
+        **nullable(RETENTION),
+        "description": "The version's retention (object lock), null when none is set.",
+    },
+    "legal_hold": {"type": "boolean", "description": "Whether a legal hold keeps the version."},
 }
 
 SESSION_FIELDS: dict[str, Any] = {
@@ -134,6 +148,14 @@ JOB = closed(
             {"hls": nullable({"type": "string"}), "dash": nullable({"type": "string"})}
         ),
         "error": nullable({"type": "string"}),
+        "attempts": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Runs started (each lease a fleet worker took counts one).",
+        },
+        "worker": nullable(
+            {"type": "string", "description": "The fleet worker of the latest attempt."}
+        ),
         "created_at": TIMESTAMP,
         "updated_at": TIMESTAMP,
     }
@@ -159,6 +181,14 @@ def _series(stages: tuple[str, ...], *, window: bool) -> dict[str, Any]:
 PUT_STAGES = ("stage_write", "flush", "promote", "journal_commit", "total")
 GET_STAGES = ("first_byte", "total")
 
+PROCESS_ROW = closed(
+    {
+        "pid": {"type": "integer", "minimum": 1},
+        "role": {"type": "string", "enum": ["writer", "worker", "ended"]},
+        "requests": COUNT,
+    }
+)
+
 PERFORMANCE = closed(
     {
         "window_seconds": {"type": "number", "exclusiveMinimum": 0},
@@ -171,7 +201,15 @@ PERFORMANCE = closed(
                 "get": _series(GET_STAGES, window=False),
             }
         ),
-    }
+        "processes": {
+            "type": "array",
+            "description": "Only with several serving processes (SERVICE_WORKERS > 1): each "
+            "one with the requests it answered since the start, by pid; refreshed every "
+            "second.",
+            "items": PROCESS_ROW,
+        },
+    },
+    optional=("processes",),
 )
 
 SYSTEM_INFO = {
@@ -201,6 +239,9 @@ SYSTEM_INFO = {
         "bytes_stored": COUNT,
         "multipart_uploads": COUNT,
         "uploads_in_flight": COUNT,
+        "uploads_waiting": COUNT,
+        "streams_open": COUNT,
+        "streams_waiting": COUNT,
         "media_jobs": {"type": "object", "additionalProperties": COUNT},
         "journal": {
             "type": "object",
@@ -258,6 +299,20 @@ def resource_schemas() -> dict[str, Any]:
                 "created_at": TIMESTAMP,
                 "updated_at": TIMESTAMP,
                 "usage": closed({"object_count": COUNT, "size_bytes": COUNT}),
+                "bucket_id": {
+                    "type": "string",
+                    "pattern": "^bkt_[0-9a-f]{24}$",
+                    "description": "The bucket's identity: a bucket deleted and created again "
+                    "under the same name is another bucket, with another bucket_id.",
+                },
+                "object_lock_enabled": {
+                    "type": "boolean",
+                    "description": "Chosen at creation, for good; keeps versioning on.",
+                },
+                "default_retention": {
+                    **nullable(DEFAULT_RETENTION),
+                    "description": "The retention every new version gets (lock buckets).",
+                },
             }
         ),
         "BucketList": list_of("buckets", "Bucket"),

@@ -2,6 +2,9 @@
 and webhooks, and the first start's bootstrap. Each validates, pre-checks against the state,
 commits an event through the engine and translates the outcome.
 
-May import: ``service.common``, ``service.config``, ``service.engine.core``, ``service.meta``,
-``service.storage``, ``service.auth``, ``service.events`` (targets). Never HTTP.
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``service.common``,
+``service.config``, ``service.meta``, ``service.auth``, ``service.storage``,
+``service.events``, ``service.engine``.
+
+Never HTTP.
 """

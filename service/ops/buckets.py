@@ -7,6 +7,7 @@ re-checks authoritatively, since two requests may pass the pre-check together.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,7 +15,9 @@ from service.common.api_errors import ApiError
 from service.common.names import bucket_name_problem
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
-from service.meta import Bucket, Outcome, events
+from service.meta import Bucket, Outcome, records
+from service.meta.identity import BUCKET_ID_HEX_DIGITS, BUCKET_ID_PREFIX
+from service.ops.lock_settings import lock_changes, lock_settings
 
 MAX_TAGS = 50
 MAX_TAG_CHARS = 256
@@ -23,6 +26,11 @@ MAX_TAG_CHARS = 256
 def outcome_error(outcome: Outcome) -> ApiError:
     """The ApiError for a rejected outcome."""
     return ApiError(outcome.error_code or "InternalError", outcome.error_message or "refused")
+
+
+def new_bucket_id() -> str:
+    """A fresh bucket identity (``service.meta.identity``): random, drawn before journaling."""
+    return BUCKET_ID_PREFIX + secrets.token_hex(BUCKET_ID_HEX_DIGITS // 2)
 
 
 def require_bucket(engine: Engine, name: str) -> Bucket:
@@ -62,7 +70,14 @@ def _tags(value: Any) -> dict[str, str]:
 
 async def create_bucket(engine: Engine, owner: str, body: Mapping[str, Any]) -> Bucket:
     """Create a bucket from a ``POST /buckets`` body owned by ``owner``."""
-    unknown = set(body) - {"name", "quota_bytes", "versioning_enabled", "tags"}
+    unknown = set(body) - {
+        "name",
+        "quota_bytes",
+        "versioning_enabled",
+        "tags",
+        "object_lock_enabled",
+        "default_retention",
+    }
     if unknown:
         raise ApiError("InvalidArgument", f"unknown fields: {', '.join(sorted(unknown))}")
     name = body.get("name")
@@ -72,18 +87,21 @@ async def create_bucket(engine: Engine, owner: str, body: Mapping[str, Any]) -> 
     if problem:
         raise ApiError("InvalidBucketName", problem)
     quota = _quota(body.get("quota_bytes"))
-    versioning = _versioning(body.get("versioning_enabled", False))
+    locking = lock_settings(body)
+    versioning = _versioning(body.get("versioning_enabled", bool(locking))) or bool(locking)
     tags = _tags(body.get("tags", {}))
     if engine.state.get_bucket(name) is not None:
         raise ApiError("BucketAlreadyExists", f"bucket {name!r} already exists")
     outcome = await engine.commit(
-        events.bucket_created(
+        records.bucket_created(
             name=name,
             owner=owner,
             quota_bytes=quota,
             versioning_enabled=versioning,
             tags=tags,
             at=now_ms(),
+            bucket_id=new_bucket_id(),
+            **locking,
         )
     )
     if not outcome.ok:
@@ -93,8 +111,14 @@ async def create_bucket(engine: Engine, owner: str, body: Mapping[str, Any]) -> 
 
 async def update_bucket(engine: Engine, name: str, body: Mapping[str, Any]) -> Bucket:
     """Apply a ``PATCH /buckets/{name}`` body."""
-    require_bucket(engine, name)
-    unknown = set(body) - {"quota_bytes", "versioning_enabled", "tags"}
+    record = require_bucket(engine, name)
+    unknown = set(body) - {
+        "quota_bytes",
+        "versioning_enabled",
+        "tags",
+        "object_lock_enabled",
+        "default_retention",
+    }
     if unknown:
         raise ApiError("InvalidArgument", f"unknown fields: {', '.join(sorted(unknown))}")
     changes: dict[str, Any] = {}
@@ -104,9 +128,10 @@ async def update_bucket(engine: Engine, name: str, body: Mapping[str, Any]) -> B
         changes["versioning_enabled"] = _versioning(body["versioning_enabled"])
     if "tags" in body:
         changes["tags"] = _tags(body["tags"])
+    changes.update(lock_changes(record, body))
     if changes:
         outcome = await engine.commit(
-            events.bucket_updated(name=name, changes=changes, at=now_ms())
+            records.bucket_updated(name=name, changes=changes, at=now_ms())
         )
         if not outcome.ok:
             raise outcome_error(outcome)
@@ -118,6 +143,6 @@ async def delete_bucket(engine: Engine, name: str, *, force: bool) -> None:
     require_bucket(engine, name)
     if not force and engine.state.bucket_usage(name).object_count > 0:
         raise ApiError("BucketNotEmpty", f"bucket {name!r} is not empty; use force=true")
-    outcome = await engine.commit(events.bucket_deleted(name=name, force=force, at=now_ms()))
+    outcome = await engine.commit(records.bucket_deleted(name=name, force=force, at=now_ms()))
     if not outcome.ok:
         raise outcome_error(outcome)

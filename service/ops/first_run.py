@@ -22,7 +22,7 @@ from service.auth import (
 from service.common.timefmt import now_ms
 from service.config import Config
 from service.engine.core import Engine
-from service.meta import events
+from service.meta import records
 from service.ops.buckets import outcome_error
 
 
@@ -54,14 +54,14 @@ async def bootstrap_if_empty(engine: Engine, config: Config, out: TextIO = sys.s
     user_id = new_user_id()
     at = now_ms()
     for event in (
-        events.user_created(
+        records.user_created(
             user_id=user_id,
             username=ADMIN_USERNAME,
             password_hash=password_hash,
             role="admin",
             at=at,
         ),
-        events.access_key_created(
+        records.access_key_created(
             access_key_id=credentials.access_key_id,
             user_id=user_id,
             name="root",

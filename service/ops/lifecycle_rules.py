@@ -15,7 +15,7 @@ from service.common.api_errors import ApiError
 from service.common.names import key_problem
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
-from service.meta import events
+from service.meta import records
 from service.meta.lifecycle_state import ACTIONS, LifecycleRule
 from service.ops.buckets import outcome_error, require_bucket
 
@@ -102,11 +102,14 @@ def rules_document(engine: Engine, bucket: str) -> dict[str, Any]:
 
 async def set_rules(engine: Engine, bucket: str, rules: list[LifecycleRule]) -> dict[str, Any]:
     """Replace the bucket's rules (an empty list removes them); the stored document."""
-    require_bucket(engine, bucket)
+    record = require_bucket(engine, bucket)
     engine.ensure_writable()
     outcome = await engine.commit(
-        events.lifecycle_configured(
-            bucket=bucket, rules=[rule.to_document() for rule in rules], at=now_ms()
+        records.lifecycle_configured(
+            bucket=bucket,
+            rules=[rule.to_document() for rule in rules],
+            at=now_ms(),
+            bucket_id=record.bucket_id,
         )
     )
     if not outcome.ok:

@@ -18,7 +18,7 @@ from service.common.timefmt import now_ms
 from service.engine.core import Engine
 from service.events.feed import EVENT_TYPES
 from service.events.targets import TargetPolicy
-from service.meta import events
+from service.meta import records
 from service.ops.buckets import outcome_error, require_bucket
 
 MAX_WEBHOOKS = 20
@@ -55,8 +55,10 @@ def parse_webhook(doc: Any, index: int) -> dict[str, Any]:
     try:
         parts = urlsplit(url)
         valid_port = parts.port is None or parts.port > 0
-    except ValueError:
-        valid_port = False
+    except ValueError:  # a bad port, or brackets around something that is no IPv6 address
+        raise _invalid(
+            f"{where}: url must be an absolute http or https URL (bad host or port)"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname or not valid_port:
         raise _invalid(f"{where}: url must be an absolute http or https URL")
     types = doc.get("events", [])
@@ -97,18 +99,23 @@ def parse_webhooks(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 async def set_webhooks(engine: Engine, bucket: str, hooks: list[dict[str, Any]]) -> None:
     """Replace the bucket's webhooks (an empty list removes them). A URL whose host is an
-    address the operator does not allow (``service.events.targets``) is refused with 400."""
-    require_bucket(engine, bucket)
+    address the operator does not allow, in any spelling, or no usable host at all
+    (``service.events.targets``) is refused with 400."""
+    record = require_bucket(engine, bucket)
     policy = TargetPolicy.parse(engine.config.webhook_allowed_networks)
     for index, hook in enumerate(hooks):
         problem = policy.literal_problem(hook["url"])
         if problem is not None:
             raise _invalid(f"webhooks[{index}]: url points at {problem}")
     engine.ensure_writable()
-    after = engine.journal.stats().last_sequence if engine.journal is not None else 0
+    after = engine.committer.last_sequence()
     outcome = await engine.commit(
-        events.notifications_configured(
-            bucket=bucket, webhooks=hooks, after_sequence=after, at=now_ms()
+        records.notifications_configured(
+            bucket=bucket,
+            webhooks=hooks,
+            after_sequence=after,
+            at=now_ms(),
+            bucket_id=record.bucket_id,
         )
     )
     if not outcome.ok:

@@ -21,19 +21,18 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from fsseam.fs import ReadableFile, pread, pread_cached
-from service.common.api_errors import ApiError
+from service.common.api_errors import ApiError, ServiceError
 from service.common.header_fields import content_type_problem, validate_custom_metadata
 from service.common.names import key_problem
+from service.common.sizes import CHUNK_BYTES
 from service.common.timefmt import now_ms
 from service.engine.core import Engine
-from service.meta import Bucket, ObjectVersion, events
+from service.meta import Bucket, ObjectVersion, records
 from service.ops.buckets import outcome_error, require_bucket
 from service.storage import DigestMismatch, PayloadStore, StagedPayload, StagingUpload
 from service.storage.entropy import random_hex
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
-CHUNK_BYTES = 256 * 1024
-"""The object path's buffer size: server-made payloads are staged in chunks of this."""
 SMALL_PUT_BYTES = CHUNK_BYTES
 """Bodies of at most this size (one buffer) are stored by ``store_small_object``: one
 executor hop for staging, hashing, sealing and promoting, instead of the streaming path."""
@@ -121,15 +120,20 @@ def quota_room(engine: Engine, record: Bucket, current: ObjectVersion | None) ->
     if record.quota_bytes is None:
         return None
     used = engine.state.bucket_usage(record.name).size_bytes
-    replaced = 0
+    return max(0, record.quota_bytes - used + replaced_bytes(record, current))
+
+
+def replaced_bytes(record: Bucket, current: ObjectVersion | None) -> int:
+    """The bytes a new version of a key frees in bucket ``record``: its current version's
+    when versioning is off (the PUT replaces it), else none."""
     if (
         not record.versioning_enabled
         and current is not None
         and current.version_id is None
         and not current.is_delete_marker
     ):
-        replaced = current.size
-    return max(0, record.quota_bytes - used + replaced)
+        return current.size
+    return 0
 
 
 def precheck_put(engine: Engine, intent: PutIntent) -> int | None:
@@ -223,7 +227,7 @@ async def commit_stored(
 ) -> ObjectVersion:
     """Commit a promoted payload as the key's new version (``ObjectStored``); a refused
     commit releases the payload."""
-    event = events.object_stored(
+    event = records.object_stored(
         bucket=intent.bucket,
         key=intent.key,
         payload_id=payload_id,
@@ -239,7 +243,7 @@ async def commit_stored(
     started = time.perf_counter()
     try:
         outcome = await engine.commit(event)
-    except ApiError as error:
+    except ServiceError as error:
         if error.code == "ServiceUnavailable":
             # Refused before anything reached the journal: the payload is ours to remove.
             engine.release_payloads([payload_id])
@@ -301,7 +305,8 @@ async def _chunks(engine: Engine, data: bytes | str) -> AsyncIterator[bytes]:
 
 
 async def delete_object(engine: Engine, bucket: str, key: str, version_id: str | None) -> None:
-    """Delete the key (a delete marker under versioning) or one version for good."""
+    """Delete the key (a delete marker under versioning) or one version for good (423
+    ObjectLocked while its retention or legal hold keeps it)."""
     require_bucket(engine, bucket)
     require_key(key)
     engine.ensure_writable()
@@ -309,10 +314,15 @@ async def delete_object(engine: Engine, bucket: str, key: str, version_id: str |
         current = engine.state.head_object(bucket, key, None)
         if current is None or current.is_delete_marker:
             raise ApiError("NoSuchKey", f"no object {key!r} in bucket {bucket!r}")
-    elif engine.state.head_object(bucket, key, version_id) is None:
-        raise ApiError("NoSuchVersion", f"no version {version_id!r} of {key!r}")
+    else:
+        version = engine.state.head_object(bucket, key, version_id)
+        if version is None:
+            raise ApiError("NoSuchVersion", f"no version {version_id!r} of {key!r}")
+        # Refused now without a record; ``apply`` judges again with the record's time.
+        if problem := engine.state.locks.removal_problem(version, now_ms()):
+            raise ApiError("ObjectLocked", problem)
     outcome = await engine.commit(
-        events.object_deleted(
+        records.object_deleted(
             bucket=bucket,
             key=key,
             version_id=version_id,

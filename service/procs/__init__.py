@@ -1,7 +1,20 @@
-"""Serving processes: one writer and ``SERVICE_WORKERS - 1`` workers sharing the port.
+"""The machinery of several serving processes: one writer and ``SERVICE_WORKERS - 1``
+workers sharing the port (the roles themselves are assembled in ``service.roles``).
 
-``supervisor`` (the parent) forks the roles; ``writer_service`` is the writer's side of the
-local socket its workers commit through, ``writer_link`` the workers' side, ``wire`` the frames
-between them and ``worker_engine`` the engine of a worker (reads the shared index, commits
-through the link). See docs/architecture.md, "Processes".
+- ``supervisor``: the parent; forks the writer and the workers, restarts, drains.
+- ``writer_service`` / ``writer_link`` / ``wire``: the local socket workers commit through
+  (the writer's side, the workers' side, the frames between them); ``notes``: what workers
+  tell the writer instead of keeping (key uses, request figures).
+- ``link_committer`` and ``shared_state``: a worker's engine parts (commits through the
+  link, state read from the writer's index); ``fresh_state``: each request starts by asking
+  for a fresh look at that index.
+- ``forward``: the routes a worker hands to the writer, streamed back.
+- ``shared_metrics`` and ``process_table``: every process's metrics and request counts.
+
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``, ``service.common``,
+``service.config``, ``service.meta``, ``service.observability``, ``service.storage``,
+``service.index``, ``service.audit``, ``service.banner``, ``service.engine``,
+``service.context``, ``service.http``.
+
+See docs/architecture.md, "Several processes".
 """

@@ -1,31 +1,38 @@
 """Routes a worker hands to the writer: those whose answer lives in the writer's memory.
 
-The event stream (the event feed), webhook status, scrub and lifecycle runs, video jobs (the
+Which routes these are is said by each handler (``ApiHandler.home``, ``Home.JOURNAL``): the
+event stream (the event feed), webhook status, scrub and lifecycle runs, video jobs (the
 job runner), health and system info (the journal), system performance (every process's
 figures, ``service.procs.notes``), metrics (every process's, ``service.procs.shared_metrics``),
 logins (one throttle for the whole service), access keys (last use, noted by every process
 and gathered in the writer), the creation of multipart sessions (so that the per-user cap
-on open sessions counts every creation in flight in one place, ``service.http.caps``) and
+on open sessions counts every creation in flight in one place, ``service.limits.caps``) and
 the rest of a session's life but its parts: its status, abort and ``complete`` (the writer
 keeps the object's SHA-256 carried over the parts written in place, from every process, and
-seals their file, ``service.multipart.in_place``; the parts stay on any process) are answered
-by the writer alone. A worker
+seals their file, ``service.multipart.in_place``; the parts stay on any process), and the
+audit log's pages and verification (the log and its files are the writer's). A worker
 passes such a request to the writer's second HTTP listener, a unix socket beside the commit
 socket, and streams the answer back as it comes (an event stream included).
+
+``ForwardHandler`` is an ``ApiHandler`` like any other: the request id it chooses goes to the
+writer (so both access lines carry it), its own refusals (503 with ``Retry-After`` in the
+contract's shape while the writer is away; a 500 on anything unexpected) go through the one
+renderer, and the finished request is recorded (in-flight set, metrics, access line) under
+the route's name with `` (forwarded)`` after it, so the service-wide request counts, which
+add up every process's, count the writer's answer once.
 The writer trusts that listener's ``X-Real-Ip`` so throttles and the access log see the
 client's address; only the server's user can reach the socket.
-
-While the writer is away the worker answers 503 with ``Retry-After`` in the contract's shape.
 
 Thread-safety: event-loop thread only.
 """
 
 from __future__ import annotations
 
-import json
+import contextvars
 import logging
 import socket
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import tornado.httpclient
@@ -34,38 +41,35 @@ import tornado.iostream
 import tornado.netutil
 import tornado.simple_httpclient
 import tornado.tcpclient
-import tornado.web
 
-from service.common.api_errors import ApiError, error_body, response_headers
+from service.common.api_errors import ApiError
+from service.common.wire import HEADER_REQUEST_ID
 from service.context import AppContext
+from service.http.base import BODYLESS_METHODS, ApiHandler
 
 log = logging.getLogger("service.procs")
 
-API = "/api/v1"
-WRITER_ROUTES = (
-    r"/health",
-    rf"{API}/auth/login",
-    rf"{API}/access-keys",
-    rf"{API}/access-keys/[^/]+",
-    rf"{API}/multipart/init",
-    rf"{API}/multipart/[^/]+",
-    rf"{API}/multipart/[^/]+/complete",
-    rf"{API}/system/info",
-    rf"{API}/system/performance",
-    rf"{API}/metrics",
-    rf"{API}/system/scrub",
-    rf"{API}/system/lifecycle/run",
-    rf"{API}/buckets/[^/]+/events",
-    rf"{API}/buckets/[^/]+/notifications",
-    rf"{API}/videos/jobs",
-    rf"{API}/videos/jobs/[^/]+",
-)
-"""Paths a worker forwards to the writer (see the module docstring)."""
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
 )
 STREAM_SECONDS = 7 * 24 * 3600.0
 """An event stream may stay open this long through a worker."""
+FORWARDED = " (forwarded)"
+"""After a route's name: the metrics label and access-log route of a request a worker
+forwarded (``forwarded_route``)."""
+
+
+def forwarded_route(route_name: str) -> str:
+    """The label of ``route_name``'s requests as a worker records them."""
+    return route_name + FORWARDED
+
+
+_forwarding_for: contextvars.ContextVar[ForwardHandler | None] = contextvars.ContextVar(
+    "forwarding_for", default=None
+)
+"""The handler whose request is being passed on (the upstream connection is opened in a task
+that inherits the handler's context), so that the connection can be closed when the client
+goes away: an event stream waiting for a slot at the writer, or open there, frees it at once."""
 
 
 class _UnixResolver(tornado.netutil.Resolver):
@@ -90,6 +94,9 @@ class _TrackingTCPClient(tornado.tcpclient.TCPClient):
     async def connect(self, *args: Any, **kwargs: Any) -> tornado.iostream.IOStream:
         stream = await super().connect(*args, **kwargs)
         self.streams.add(stream)
+        handler = _forwarding_for.get()
+        if handler is not None:
+            handler.upstream = stream
         return stream
 
 
@@ -106,10 +113,13 @@ class WriterForwarder:
         self._tcp = _TrackingTCPClient(_UnixResolver(path=path))
         self.client.tcp_client = self._tcp
 
-    def routes(self, ctx: AppContext) -> list[tuple[str, type[WriterProxyHandler], dict[str, Any]]]:
+    def routes(
+        self, ctx: AppContext, routes: Sequence[tuple[str, type[ApiHandler]]]
+    ) -> list[tuple[str, type[ForwardHandler], dict[str, Any]]]:
+        """``routes`` (pattern, handler) as this worker's forwarding routes."""
         return [
-            (pattern, WriterProxyHandler, {"ctx": ctx, "forwarder": self})
-            for pattern in WRITER_ROUTES
+            (pattern, ForwardHandler, {"ctx": ctx, "forwarder": self, "route": handler.route_name})
+            for pattern, handler in routes
         ]
 
     def close(self) -> None:
@@ -119,27 +129,43 @@ class WriterForwarder:
         self.client.close()
 
 
-class WriterProxyHandler(tornado.web.RequestHandler):
+class _EveryMethod:
+    """Contains every method: the writer answers each one, a method its route lacks with
+    the contract's 405 and ``Allow`` (not Tornado's bare page), as a single process does."""
+
+    def __contains__(self, method: object) -> bool:
+        return True
+
+
+class ForwardHandler(ApiHandler):
     """Pass the request to the writer; stream its answer back unchanged."""
 
-    SUPPORTED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+    SUPPORTED_METHODS = _EveryMethod()  # type: ignore[assignment]
+    public = True
+    """The writer authenticates and authorises the request."""
 
-    def initialize(self, ctx: AppContext, forwarder: WriterForwarder) -> None:
-        self._ctx = ctx
+    def initialize(  # type: ignore[override]
+        self, ctx: AppContext, forwarder: WriterForwarder, route: str
+    ) -> None:
+        super().initialize(ctx)
+        self.route_name = forwarded_route(route)
         self._forwarder = forwarder
-        self._status_seen = False
         self._streaming = False
         self._gone = False
+        self.upstream: tornado.iostream.IOStream | None = None
 
     async def prepare(self) -> None:
-        self._ctx.requests_in_flight.add(self)
         request = self.request
+        if request.method in BODYLESS_METHODS:
+            self.set_max_body_size(0)
         headers = tornado.httputil.HTTPHeaders()
         for name, value in request.headers.get_all():
             if name.lower() not in HOP_BY_HOP:
                 headers.add(name, value)
+        headers[HEADER_REQUEST_ID] = self.request_id
         headers["X-Real-Ip"] = request.remote_ip or ""
         body = request.body if request.method in ("POST", "PUT", "PATCH") else None
+        self.bytes_in = len(body or b"")
         upstream = tornado.httpclient.HTTPRequest(
             "http://writer" + request.uri if request.uri else "http://writer/",
             method=request.method or "GET",
@@ -153,36 +179,40 @@ class WriterProxyHandler(tornado.web.RequestHandler):
             header_callback=self._on_header,
             streaming_callback=self._on_chunk,
         )
+        forwarding = _forwarding_for.set(self)
         try:
             await self._forwarder.client.fetch(upstream, raise_error=False)
         except (OSError, tornado.httpclient.HTTPClientError):
             if not self._headers_written:  # nothing reached the client yet
-                self._refuse()
-                return
+                raise ApiError(
+                    "ServiceUnavailable", "the metadata writer is restarting; retry", retry_after=1
+                ) from None
             if not self._streaming:
                 # Cut off mid-body (the writer or this worker is stopping): so is the
                 # client, which sees the short body rather than a whole-looking one.
                 self.request.connection.close()  # type: ignore[union-attr]
             # An event stream ends cleanly instead: its client resumes by Last-Event-ID.
+        finally:
+            _forwarding_for.reset(forwarding)
+            self.upstream = None
         if not self._finished:
             self.finish()
 
     def _on_header(self, line: str) -> None:
         line = line.rstrip("\r\n")
         if line.startswith("HTTP/"):
-            self.clear()
-            self.clear_header("Content-Type")
+            # The writer's head replaces ours whole (it carries our request id).
+            self._headers = tornado.httputil.HTTPHeaders()
             start = tornado.httputil.parse_response_start_line(line)
             self.set_status(start.code, start.reason)
-            self._status_seen = True
         elif line and ":" in line:
             name, value = line.split(":", 1)
             if name.strip().lower() not in HOP_BY_HOP:
                 self.add_header(name.strip(), value.strip())
                 if name.strip().lower() == "content-type" and "event-stream" in value:
                     self._streaming = True
-                    self._ctx.requests_in_flight.discard(self)  # a stream never ends by itself
-                    self._ctx.streams.opened(self)  # a stop waits for it to end cleanly
+                    self.ctx.requests_in_flight.discard(self)  # a stream never ends by itself
+                    self.ctx.streams.opened(self)  # a stop waits for it to end cleanly
 
     def _on_chunk(self, chunk: bytes) -> None:
         if self._gone or self._finished:
@@ -191,26 +221,13 @@ class WriterProxyHandler(tornado.web.RequestHandler):
         if self._streaming:
             self.flush()
 
-    def _refuse(self) -> None:
-        error = ApiError(
-            "ServiceUnavailable", "the metadata writer is restarting; retry", retry_after=1
-        )
-        self.clear()
-        self.set_status(error.status)
-        for name, value in response_headers(error).items():
-            self.set_header(name, value)
-        self.set_header("Content-Type", "application/json")
-        request_id = self.request.headers.get("X-Request-Id", "")
-        self.finish(json.dumps(error_body(error.code, error.message, request_id)))
-
     def on_finish(self) -> None:
-        self._ctx.requests_in_flight.discard(self)
-        self._ctx.streams.ended(self)
+        super().on_finish()
+        self.ctx.streams.ended(self)
 
     def on_connection_close(self) -> None:
         self._gone = True
-        self._ctx.requests_in_flight.discard(self)
-        self._ctx.streams.ended(self)
-
-    def check_xsrf_cookie(self) -> None:
-        """The writer checks what the route needs."""
+        if self.upstream is not None:
+            self.upstream.close()  # the writer frees what the request held or waited for
+        self.ctx.streams.ended(self)
+        super().on_connection_close()

@@ -1,7 +1,8 @@
 """Every request on a worker starts from the writer's latest state.
 
-Wraps the application as the HTTP server's delegate: each request, as its first byte arrives,
-tells the ``WorkerEngine`` to check the index's sequence at its first read of the state.
+Wraps the application as the HTTP server's delegate: each request, as it starts, tells the
+engine's state source (``service.procs.shared_state``) to check the index's sequence at its
+first read of the state.
 
 Thread-safety: event-loop thread only.
 """
@@ -10,13 +11,13 @@ from __future__ import annotations
 
 from tornado import httputil
 
-from service.procs.worker_engine import WorkerEngine
+from service.engine.core import Engine
 
 
 class FreshStateDelegate(httputil.HTTPServerConnectionDelegate):
     """``app`` with ``engine.begin_request()`` before every request."""
 
-    def __init__(self, app: httputil.HTTPServerConnectionDelegate, engine: WorkerEngine) -> None:
+    def __init__(self, app: httputil.HTTPServerConnectionDelegate, engine: Engine) -> None:
         self._app = app
         self._engine = engine
 

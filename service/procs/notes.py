@@ -45,5 +45,8 @@ class NotedPerformance(PerformanceRecorder):
             [size_bytes, stage_write_s, flush_s, promote_s, journal_commit_s, total_s]
         )
 
+    def record_stored(self, count: int, size_bytes: int) -> None:
+        self._link.note_stored([count, size_bytes])
+
     def record_get(self, size_bytes: int, first_byte_s: float, total_s: float) -> None:
         self._link.note_get([size_bytes, first_byte_s, total_s])

@@ -40,6 +40,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fsseam.fs import RealFileSystem
+from service.banner import startup_banner
 from service.config import Config
 from service.procs import shared_metrics
 
@@ -58,26 +60,40 @@ _SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT}
 
 
 @dataclass(frozen=True)
-class Role:
-    """What a forked serving process is: the writer (``ready_fd`` set) or a worker."""
+class WriterSeat:
+    """What the supervisor tells the writer it forks."""
 
-    writer: bool
     socket_path: str
+    """Where its workers commit (``service.procs.writer_service``)."""
     metrics_dir: str
-    ready_fd: int | None = None
-    workers_running: bool = False
+    ready_fd: int
+    """Written once the writer serves (replay done), then closed."""
+    workers_running: bool
     """The writer starts while workers serve (a restart): they may be promoting payloads."""
 
     def ready(self) -> None:
         """This process serves and handles SIGTERM now: let a pending SIGTERM in, and tell
-        the supervisor (the writer: replay done)."""
+        the supervisor."""
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        if self.ready_fd is not None:
-            os.write(self.ready_fd, b"1")
-            os.close(self.ready_fd)
+        os.write(self.ready_fd, b"1")
+        os.close(self.ready_fd)
 
 
-RoleMain = Callable[[Config, list[socket.socket], Role], None]
+@dataclass(frozen=True)
+class WorkerSeat:
+    """What the supervisor tells a worker it forks."""
+
+    socket_path: str
+    """The writer's commit socket."""
+    metrics_dir: str
+
+    def ready(self) -> None:
+        """This process serves and handles SIGTERM now: let a pending SIGTERM in."""
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+RunWriter = Callable[[Config, list[socket.socket], WriterSeat], None]
+RunWorker = Callable[[Config, list[socket.socket], WorkerSeat], None]
 
 
 def writer_socket_path(data_dir: str) -> str:
@@ -99,20 +115,33 @@ def forward_socket_path(socket_path: str) -> str:
     return socket_path[: -len(".sock")] + "-http.sock"
 
 
-def supervise(config: Config, sockets: list[socket.socket], processes: int, run: RoleMain) -> int:
-    """Run ``processes`` serving processes until SIGTERM/SIGINT; the exit code."""
+def supervise(
+    config: Config,
+    sockets: list[socket.socket],
+    processes: int,
+    run_writer: RunWriter,
+    run_worker: RunWorker,
+) -> int:
+    """Run ``processes`` serving processes until SIGTERM/SIGINT; the exit code. A forked
+    writer runs ``run_writer``, a forked worker ``run_worker``."""
     signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-    return _Supervisor(config, sockets, processes, run).run()
+    return _Supervisor(config, sockets, processes, run_writer, run_worker).run()
 
 
 class _Supervisor:
     def __init__(
-        self, config: Config, sockets: list[socket.socket], processes: int, run: RoleMain
+        self,
+        config: Config,
+        sockets: list[socket.socket],
+        processes: int,
+        run_writer: RunWriter,
+        run_worker: RunWorker,
     ) -> None:
         self._config = config
         self._sockets = sockets
         self._workers_wanted = processes - 1
-        self._run = run
+        self._run_writer = run_writer
+        self._run_worker = run_worker
         self._socket_path = writer_socket_path(config.data_dir)
         self._metrics_dir = shared_metrics.prepare(os.path.join(config.data_dir, RUN_DIRNAME))
         self._writer = 0
@@ -127,12 +156,8 @@ class _Supervisor:
             return 1
         for _ in range(self._workers_wanted):
             self._start_worker()
-        print(
-            f"service listening on http://{self._config.host}:{self._config.port} "
-            f"(data dir {self._config.data_dir}, durability {self._config.durability}, "
-            f"{self._workers_wanted + 1} serving processes, supervisor {os.getpid()})",
-            flush=True,
-        )
+        detail = f", {self._workers_wanted + 1} serving processes, supervisor {os.getpid()}"
+        print(startup_banner(self._config, RealFileSystem(), detail), flush=True)
         while not self._stopping:
             received = signal.sigtimedwait(_SIGNALS, 1.0)
             if received is not None and received.si_signo != signal.SIGCHLD:
@@ -142,7 +167,7 @@ class _Supervisor:
 
     # -- forking ----------------------------------------------------------------------
 
-    def _fork(self, role: Role, keep_fd: int | None = None) -> int:
+    def _fork(self, run: Callable[[], None]) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         parent = os.getpid()
@@ -152,12 +177,12 @@ class _Supervisor:
         code = 1
         try:
             _die_with(parent)
-            # SIGTERM stays blocked until the process can drain (``Role.ready``); SIGINT (a
+            # SIGTERM stays blocked until the process can drain (``WriterSeat.ready``); SIGINT (a
             # terminal's Ctrl-C reaches the whole group) is the supervisor's alone, which
             # then stops the workers before the writer.
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-            self._run(self._config, self._sockets, role)
+            run()
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
@@ -172,9 +197,8 @@ class _Supervisor:
     def _start_writer(self) -> bool:
         """Fork the writer and wait until it is ready; False if it died first."""
         read_fd, write_fd = os.pipe()
-        self._writer = self._fork(
-            Role(True, self._socket_path, self._metrics_dir, write_fd, bool(self._workers))
-        )
+        seat = WriterSeat(self._socket_path, self._metrics_dir, write_fd, bool(self._workers))
+        self._writer = self._fork(lambda: self._run_writer(self._config, self._sockets, seat))
         os.close(write_fd)
         _say(f"the metadata writer is process {self._writer}")
         try:
@@ -191,7 +215,8 @@ class _Supervisor:
         return False
 
     def _start_worker(self) -> None:
-        pid = self._fork(Role(False, self._socket_path, self._metrics_dir))
+        seat = WorkerSeat(self._socket_path, self._metrics_dir)
+        pid = self._fork(lambda: self._run_worker(self._config, self._sockets, seat))
         self._workers[pid] = time.monotonic()
 
     # -- watching ---------------------------------------------------------------------

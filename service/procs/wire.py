@@ -3,7 +3,10 @@
 Each frame is a 4-byte big-endian length and a msgpack array. A worker sends
 ``[request id, event]``; the writer answers ``[request id, OK, outcome]`` or
 ``[request id, REFUSED, kind, message, retry after, log detail]`` (the engine's domain errors,
-``service.engine.errors``, which the worker raises again). Many requests are in flight on one
+``service.engine.errors``, which the worker raises again). Audit records go as
+``[request id, AUDIT, [fields, ...]]`` and are answered ``[request id, OK, 0]`` once the
+writer's audit log holds them (on disk in strict durability), or refused likewise
+(``service.audit``). Many requests are in flight on one
 connection; answers come in any order, matched by the id (never 0: ``NOTE_ID`` frames carry
 a worker's notes, unanswered).
 
@@ -23,7 +26,7 @@ from typing import Any
 
 import msgpack
 
-from service.common.api_errors import ApiError
+from service.common.api_errors import ServiceError
 from service.engine.errors import (
     CommitFailedError,
     NotServingError,
@@ -44,9 +47,11 @@ from service.meta.model import (
 
 OK = 0
 REFUSED = 1
+AUDIT = "audit"
+"""The second element of a frame carrying an audit record's fields (``service.audit``)."""
 NOTE_ID = 0
-"""The request id of ``[0, {"uses": {access key id: ms}, "put": [...], "get": [...]}]``:
-notes from a worker, unanswered (``service.procs.notes``)."""
+"""The request id of ``[0, {"uses": {access key id: ms}, "put": [...], "stored": [...],
+"get": [...]}]``: notes from a worker, unanswered (``service.procs.notes``)."""
 MAX_FRAME = 64 * 1024 * 1024
 """A frame larger than this is a broken peer, not an event (events are small)."""
 _LENGTH = struct.Struct(">I")
@@ -117,12 +122,12 @@ def _plain(value: Any) -> Any:
     return dict(value) if isinstance(value, Mapping) else value
 
 
-def encode_error(error: ApiError) -> list[Any]:
+def encode_error(error: ServiceError) -> list[Any]:
     """``[kind, message, retry after, log detail]`` of an engine error."""
     return [type(error).__name__, error.message, error.retry_after, error.log_detail]
 
 
-def decode_error(fields: list[Any]) -> ApiError:
+def decode_error(fields: list[Any]) -> ServiceError:
     """The engine error the writer raised, to raise again in the worker."""
     kind, message, retry_after, detail = fields
     if kind == ReadOnlyError.__name__:

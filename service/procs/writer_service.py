@@ -7,10 +7,13 @@ only after the index transaction holding the record committed (the journal's bat
 runs before any appender resumes), so a worker that reads the index after the answer sees the
 write: read-your-writes across processes.
 
-The writer tells every connected worker of each payload it quarantines (the scrub), so no
-process serves it from the next request on. Workers also send notes there
-(``service.procs.notes``): access keys' uses, which the writer journals with its own, and
-request figures for its ``system/performance``.
+The writer tells every connected worker of each payload it quarantines (the scrub;
+``tell_quarantined`` listens to the engine's quarantine), so no process serves it from the
+next request on. Workers send their audit records there too (they join the one chain,
+``service.audit``). Workers also send notes there (``service.procs.notes``): access keys' uses,
+which the writer journals with its own, and request figures for its ``system/performance``.
+Whoever else must hear of a worker's committed event (the multipart uploads carry the
+object's hash over a part written in place) is given as ``on_committed``.
 
 The socket lives in a directory only the server's user may enter (``run/`` in the data dir).
 
@@ -22,16 +25,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
-from collections.abc import Set as AbstractSet
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from service.common.api_errors import ApiError
+from service.audit.trail import AuditSink
+from service.common.api_errors import ApiError, ServiceError
 from service.engine.core import Engine
-from service.index.lmdb_index import LmdbObjectIndex
-from service.multipart.in_place import direct_parts_of
 from service.observability import PerformanceRecorder
 from service.procs.wire import (
+    AUDIT,
     NOTE_ID,
     OK,
     REFUSED,
@@ -48,19 +50,32 @@ log = logging.getLogger("service.procs")
 class CommitService:
     """Listens on ``path`` and commits what workers send (see the module docstring)."""
 
-    def __init__(self, engine: Engine, performance: PerformanceRecorder, path: str) -> None:
-        self._engine = engine
+    engine: Engine
+    """Set at ``start``."""
+
+    def __init__(self, performance: PerformanceRecorder, path: str) -> None:
+        self._audit: AuditSink | None = None
+        """The audit log workers' records join (``service.audit``; None: no audit log)."""
         self._performance = performance
         self.path = path
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._peers: set[asyncio.StreamWriter] = set()
 
-    async def start(self) -> None:
-        self._engine.quarantined = _Quarantine(self._engine.quarantined, self._tell_quarantined)
+    async def start(
+        self,
+        engine: Engine,
+        on_committed: Callable[[Mapping[str, Any]], Awaitable[None]],
+        audit: AuditSink | None = None,
+    ) -> None:
+        """Commit with ``engine``; ``on_committed`` hears of each event a worker committed;
+        workers' audit records join ``audit``."""
+        self.engine = engine
+        self._audit = audit
+        self._on_committed = on_committed
         self._server = await asyncio.start_unix_server(self._serve, path=self.path)
 
-    def _tell_quarantined(self, payload_ids: list[str]) -> None:
+    def tell_quarantined(self, payload_ids: list[str]) -> None:
         """Workers refuse a quarantined payload from the next request on."""
         frame = pack([NOTE_ID, {"quarantined": payload_ids}])
         for peer in list(self._peers):
@@ -82,6 +97,11 @@ class CommitService:
                 if frame[0] == NOTE_ID:
                     self._observe(frame[1])
                     continue
+                if len(frame) == 3 and frame[1] == AUDIT:
+                    task = asyncio.get_running_loop().create_task(self._record(frame, writer))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+                    continue
                 task = asyncio.get_running_loop().create_task(self._commit(frame, writer))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
@@ -96,17 +116,19 @@ class CommitService:
     def _observe(self, notes: dict[str, Any]) -> None:
         """A worker's notes: access keys' uses and request figures (``service.procs.notes``)."""
         for key_id, at_ms in notes.get("uses", {}).items():
-            self._engine.key_usage.touch(key_id, at_ms)
+            self.engine.key_usage.touch(key_id, at_ms)
         for sample in notes.get("put", ()):
             self._performance.record_put(*sample)
+        for count, size_bytes in notes.get("stored", ()):
+            self._performance.record_stored(count, size_bytes)
         for sample in notes.get("get", ()):
             self._performance.record_get(*sample)
 
     async def _commit(self, frame: list[Any], out: asyncio.StreamWriter) -> None:
         request_id, event = frame[0], frame[1]
         try:
-            outcome = await self._engine.commit(event)
-        except ApiError as error:
+            outcome = await self.engine.commit(event)
+        except ServiceError as error:
             message = [request_id, REFUSED, *encode_error(error)]
         else:
             message = [request_id, OK, encode_outcome(outcome)]
@@ -114,36 +136,21 @@ class CommitService:
             with contextlib.suppress(ConnectionError):
                 out.write(pack(message))
         if message[1] == OK and outcome.ok:
-            # A part a worker wrote in place: the writer carries the object's hash over it.
-            await direct_parts_of(self._engine).note_committed(event)
+            await self._on_committed(event)
 
-
-class _Quarantine(set[str]):
-    """The writer's quarantined payload ids, telling the workers of each one added."""
-
-    def __init__(self, ids: set[str], on_add: Callable[[list[str]], None]) -> None:
-        super().__init__(ids)
-        self._on_add = on_add
-
-    def add(self, payload_id: str) -> None:
-        super().add(payload_id)
-        self._on_add([payload_id])
-
-    def __ior__(self, other: AbstractSet[str]) -> _Quarantine:  # type: ignore[override,misc]
-        super().__ior__(other)
-        self._on_add(list(other))
-        return self
-
-
-STALE_READERS_SECONDS = 10.0
-"""How often the writer frees the LMDB reader slots of processes that died mid-read."""
-
-
-async def clear_stale_readers(engine: Engine) -> None:
-    """A worker SIGKILLed inside a read transaction leaves its slot in LMDB's reader table,
-    which would pin old pages (the index would only grow) until someone clears it."""
-    index = engine.index
-    if isinstance(index, LmdbObjectIndex):
-        cleared = await engine.run_blocking(index.env.reader_check)
-        if cleared:
-            log.info("cleared %d stale index reader slots", cleared)
+    async def _record(self, frame: list[Any], out: asyncio.StreamWriter) -> None:
+        """A worker's audit records join the one chain; answered once they are held."""
+        request_id, records = frame[0], frame[2]
+        try:
+            if self._audit is None:
+                raise ApiError("ServiceUnavailable", "the writer keeps no audit log", retry_after=1)
+            waits = [self._audit.append(fields) for fields in records]
+            for wait in waits:  # one group commit holds them all; the first resolves with it
+                if wait is not None:
+                    await wait
+            message = [request_id, OK, 0]
+        except ServiceError as error:
+            message = [request_id, REFUSED, *encode_error(error)]
+        if not out.is_closing():
+            with contextlib.suppress(ConnectionError):
+                out.write(pack(message))

@@ -3,6 +3,8 @@
 ``PayloadStore`` (blocking, thread-safe) owns every payload file under the data root;
 ``StagingUpload`` streams a request body into it from the event loop. Nothing else in the
 service touches payload files.
+
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``.
 """
 
 from service.storage.cache import PayloadCache

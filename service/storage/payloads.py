@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from fsseam import crashpoints
 from fsseam.fs import FileSystem, FsSync, ReadableFile
-from service.config import Durability
+from journal.model import Durability
 from service.storage import direct, layout
 from service.storage.assembly import Assembly
 from service.storage.dirsync import DirectorySync, GroupedIds

@@ -1,7 +1,10 @@
 """Background upkeep run by the process that owns the journal: lifecycle passes
-(``lifecycle``), the scrub (``scrub``) and their Prometheus figures (``metrics``).
+(``lifecycle``), the scrub (``scrub``), webhook deliveries (``webhooks``) and their
+Prometheus figures (``metrics``).
 
-May import: ``service.common``, ``service.config``, ``service.engine.core``, ``service.meta``,
-``service.storage``, ``service.ops``, ``service.multipart.operations``, ``service.events``,
-``service.observability``. Never HTTP.
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``service.common``,
+``service.config``, ``service.meta``, ``service.storage``, ``service.events``,
+``service.engine``, ``service.ops``, ``service.multipart``.
+
+Never HTTP.
 """

@@ -15,7 +15,14 @@ version's age counts from when it stopped being current (the ``created_at`` of t
 version); a session's from its creation. A delete marker left as a key's only version is
 removed once older than ``noncurrent_expire_after_days`` (S3's expired object delete marker).
 
-No lost writes: each delete record carries the version the pass judged due and why
+A rule is its bucket's, not its name's: the pass notes the bucket's identity
+(``service.meta.identity``) before it applies the bucket's rules and stops as soon as the
+name belongs to another bucket (deleted and created again meanwhile), and each delete record
+carries that identity, so ``apply`` refuses it in another bucket of the name.
+
+Locked versions (retention, legal hold: ``service.meta.lock_policy``) are skipped, and ``apply``
+refuses their removal anyway; an expiry under object lock only adds a delete marker, as a
+DELETE would. No lost writes: each delete record carries the version the pass judged due and why
 (``service.meta.lifecycle_state.judgment``), and ``apply`` refuses it when the key's versions
 no longer agree at that point of the journal -- a PUT whose record was queued while the pass
 judged the key wins, whatever the interleaving. A refused delete lost a race: skipped, not
@@ -32,10 +39,9 @@ import time
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 
-from service.common.api_errors import ApiError
+from service.common.api_errors import ServiceError
 from service.common.timefmt import now_ms
-from service.engine.core import Engine
-from service.meta import ObjectVersion, UploadSession, events
+from service.meta import ObjectVersion, UploadSession, records
 from service.meta.lifecycle_state import (
     EXPIRE,
     LONE_MARKER,
@@ -46,6 +52,7 @@ from service.meta.lifecycle_state import (
     judgment,
 )
 from service.multipart.operations import ensure_not_completing
+from service.multipart.uploads import Uploads
 from service.ops.buckets import outcome_error
 from service.ops.objects import new_version_token
 
@@ -61,9 +68,11 @@ _GONE = frozenset(
         "NoSuchUpload",
         "InvalidState",
         "PreconditionFailed",
+        "ObjectLocked",
     }
 )
-"""Outcomes that mean someone else got there first: not counted, not an error."""
+"""Outcomes that mean someone else got there first (or locked the version meanwhile): not
+counted, not an error."""
 
 
 @dataclass(slots=True)
@@ -83,8 +92,9 @@ class PassCounts:
 class LifecycleRunner:
     """Runs passes one at a time and keeps their totals for the metrics."""
 
-    def __init__(self, engine: Engine, pause: float) -> None:
-        self._engine = engine
+    def __init__(self, uploads: Uploads, pause: float) -> None:
+        self._engine = uploads.engine
+        self._uploads = uploads
         self._pause = pause
         self._lock = asyncio.Lock()
         self.totals = PassCounts()
@@ -99,10 +109,14 @@ class LifecycleRunner:
         async with self._lock:
             started = time.monotonic()
             counts = PassCounts()
-            for bucket in self._engine.state.lifecycle.buckets():
-                for rule in self._engine.state.lifecycle.rules(bucket):
+            state = self._engine.state
+            for bucket in state.lifecycle.buckets():
+                bucket_id = state.bucket_id_of(bucket)
+                for rule in state.lifecycle.rules(bucket):
+                    if state.bucket_id_of(bucket) != bucket_id or bucket_id is None:
+                        break  # deleted, perhaps created again: the rules were the old one's
                     if rule.enabled and self._engine.read_only_reason is None:
-                        counts.add(await self._apply_rule(bucket, rule, now_ms()))
+                        counts.add(await self._apply_rule(bucket, bucket_id, rule, now_ms()))
             self.totals.add(counts)
             self.passes += 1
             self.last_pass_at = time.time()
@@ -116,42 +130,53 @@ class LifecycleRunner:
                 )
             return counts
 
-    async def _apply_rule(self, bucket: str, rule: LifecycleRule, now: int) -> PassCounts:
+    async def _apply_rule(
+        self, bucket: str, bucket_id: str, rule: LifecycleRule, now: int
+    ) -> PassCounts:
         counts = PassCounts()
         if rule.expire_after_days is not None:
             cutoff = now - days_to_ms(rule.expire_after_days)
-            counts.expired = await self._expire(bucket, rule.prefix, cutoff)
-        if rule.noncurrent_expire_after_days is not None:
+            counts.expired = await self._expire(bucket, bucket_id, rule.prefix, cutoff)
+        if rule.noncurrent_expire_after_days is not None and self._same(bucket, bucket_id):
             cutoff = now - days_to_ms(rule.noncurrent_expire_after_days)
-            counts.noncurrent_removed = await self._noncurrent(bucket, rule.prefix, cutoff)
-        if rule.abort_multipart_after_days is not None:
+            counts.noncurrent_removed = await self._noncurrent(
+                bucket, bucket_id, rule.prefix, cutoff
+            )
+        if rule.abort_multipart_after_days is not None and self._same(bucket, bucket_id):
             cutoff = now - days_to_ms(rule.abort_multipart_after_days)
             counts.uploads_aborted = await self._abort_uploads(bucket, rule.prefix, cutoff)
         return counts
 
-    async def _expire(self, bucket: str, prefix: str, cutoff: int) -> int:
+    def _same(self, bucket: str, bucket_id: str) -> bool:
+        """Whether the name still belongs to the bucket whose rules the pass applies."""
+        return self._engine.state.bucket_id_of(bucket) == bucket_id
+
+    async def _expire(self, bucket: str, bucket_id: str, prefix: str, cutoff: int) -> int:
         """Delete every current version under ``prefix`` written before ``cutoff``."""
         state, done, start_after = self._engine.state, 0, None
-        while state.get_bucket(bucket) is not None:
+        while self._same(bucket, bucket_id):
             page = state.list_objects(bucket, prefix=prefix, limit=PAGE, start_after=start_after)
             due = [v for v in page.objects if is_due(EXPIRE, (v,), 0, cutoff)]
-            done += await self._all(self._delete(v, None, EXPIRE, cutoff) for v in due)
+            done += await self._all(self._delete(v, None, EXPIRE, cutoff, bucket_id) for v in due)
             if not page.truncated or page.last_item is None:
                 break
             start_after = page.last_item
             await asyncio.sleep(self._pause)
         return done
 
-    async def _noncurrent(self, bucket: str, prefix: str, cutoff: int) -> int:
+    async def _noncurrent(self, bucket: str, bucket_id: str, prefix: str, cutoff: int) -> int:
         """Delete versions under ``prefix`` noncurrent since before ``cutoff``, and delete
         markers left alone older than it."""
         state, done = self._engine.state, 0
         cursor: tuple[str, int] | None = None
-        while state.get_bucket(bucket) is not None:
+        while self._same(bucket, bucket_id):
             page = state.list_versions(bucket, prefix=prefix, limit=PAGE, start_after=cursor)
             due: list[tuple[ObjectVersion, str]] = []
+            now = now_ms()
             for entry in page.versions:
                 version = entry.version
+                if state.locks.removal_problem(version, now) is not None:
+                    continue  # retention or legal hold: the rule waits until it ends
                 history = state.object_versions(bucket, version.key)
                 position = next((i for i, v in enumerate(history) if v == version), None)
                 if position is None:
@@ -161,7 +186,7 @@ class LifecycleRunner:
                         due.append((version, kind))
                         break
             done += await self._all(
-                self._delete(v, v.version_id or "null", kind, cutoff) for v, kind in due
+                self._delete(v, v.version_id or "null", kind, cutoff, bucket_id) for v, kind in due
             )
             if not page.truncated or page.last_item is None:
                 break
@@ -170,19 +195,25 @@ class LifecycleRunner:
         return done
 
     async def _delete(
-        self, version: ObjectVersion, version_id: str | None, kind: str, cutoff: int
+        self,
+        version: ObjectVersion,
+        version_id: str | None,
+        kind: str,
+        cutoff: int,
+        bucket_id: str,
     ) -> None:
         """Journal the delete of ``version`` judged due as ``kind``; ``apply`` refuses it
-        when the key changed since (PreconditionFailed: a race lost, skipped)."""
+        when the key changed since (PreconditionFailed: a race lost, skipped) or the name
+        now belongs to another bucket (NoSuchBucket)."""
         self._engine.ensure_writable()
         outcome = await self._engine.commit(
-            events.object_deleted(
+            records.object_deleted(
                 bucket=version.bucket,
                 key=version.key,
                 version_id=version_id,
                 version_token=new_version_token(),
                 at=now_ms(),
-                judged=judgment(kind, version, cutoff),
+                judged=judgment(kind, version, cutoff, bucket_id),
             )
         )
         if not outcome.ok:
@@ -196,16 +227,16 @@ class LifecycleRunner:
             for session in engine.state.uploads(bucket)
             if session.key.startswith(prefix)
             and session.created_at < cutoff
-            and session.upload_id not in engine.uploads_completing
+            and session.upload_id not in self._uploads.completing
         ]
         return await self._all(self._abort(session, cutoff) for session in due)
 
     async def _abort(self, session: UploadSession, cutoff: int) -> None:
         """Journal the abort of a session judged older than ``cutoff`` (re-checked when
         applied; a session completing now is left alone)."""
-        ensure_not_completing(self._engine, session.upload_id)
+        ensure_not_completing(self._uploads, session.upload_id)
         outcome = await self._engine.commit(
-            events.upload_aborted(
+            records.upload_aborted(
                 upload_id=session.upload_id, reason="expired", at=now_ms(), created_before=cutoff
             )
         )
@@ -222,7 +253,7 @@ class LifecycleRunner:
                 *pending[start : start + CONCURRENCY], return_exceptions=True
             )
             for result in results:
-                if isinstance(result, ApiError) and result.code in _GONE:
+                if isinstance(result, ServiceError) and result.code in _GONE:
                     continue
                 if isinstance(result, BaseException):
                     for leftover in pending[start + CONCURRENCY :]:

@@ -16,9 +16,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from service.events.feed import EventFeed
-from service.events.webhooks import WebhookDispatcher
 from service.upkeep.lifecycle import LifecycleRunner
 from service.upkeep.scrub import Scrubber
+from service.upkeep.webhooks import WebhookDispatcher
 
 
 class UpkeepCollector(Collector):

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import logging
 import os
@@ -40,13 +39,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fsseam.durable import read_file, replace_file
 from service.common.timefmt import rfc3339_seconds
 from service.config import Config
 from service.engine.core import Engine
 from service.meta import ObjectVersion
 from service.storage.scrub import ScrubRead
 
-_TEMP_NUMBERS = itertools.count()
 log = logging.getLogger("service.scrub")
 
 CHECKPOINT_NAME = "scrub.json"
@@ -304,29 +303,12 @@ class Scrubber:
         await self._engine.run_blocking(self._write, data)
 
     def _write(self, data: bytes) -> None:
-        fs = self._engine.fs
-        # A name of its own: a write cut loose by a cancelled task may still be running.
-        temp = f"{self._path}.{next(_TEMP_NUMBERS)}.tmp"
-        with contextlib.suppress(FileNotFoundError):
-            fs.unlink(temp)  # left by a crash mid-write (create refuses an existing file)
-        target = fs.create(temp)
-        try:
-            target.write(data)
-            target.fsync()  # whole on disk before it replaces the previous checkpoint
-        finally:
-            target.close()
-        fs.rename(temp, self._path)
-        fs.fsync_dir(os.path.dirname(self._path))  # the rename must survive a crash
+        replace_file(self._engine.fs, self._path, data)  # whole, or the previous one
 
     def _load(self) -> ScrubProgress | None:
-        fs = self._engine.fs
-        if not fs.exists(self._path):
+        data = read_file(self._engine.fs, self._path)
+        if data is None:
             return None
-        source = fs.open_read(self._path)
-        try:
-            data = source.read()
-        finally:
-            source.close()
         try:
             doc = json.loads(data)
             corrupt = [CorruptEntry(**entry) for entry in doc.pop("corrupt", [])]

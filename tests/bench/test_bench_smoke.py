@@ -16,6 +16,7 @@ import pytest
 from bench import SMOKE, compare, file_windows
 from bench.__main__ import markdown_table, parse_args
 from bench.anchors import NaiveServer
+from bench.audit_bench import run as run_audit
 from bench.index_bench import run as run_index
 from bench.loadgen import LoadSpec, run_load, wrk_available
 from bench.memory_bench import peak_rss_mib
@@ -216,3 +217,38 @@ def test_upkeep_section_reports_delivery_scrub_pace_and_gets_during_a_scrub() ->
         assert_measured(row)
     delivered = str(rows[0]["notes"]).split(" of ", 1)[0]
     assert int(delivered) > 0, rows[0]["notes"]
+
+
+def test_audit_section_sets_each_audited_load_beside_its_unaudited_twin() -> None:
+    rows = run_audit(SMOKE)
+
+    by_label = {row["measurement"]: row for row in rows}
+    connections = SMOKE.small_connections
+    put = by_label[f"4 KiB PUT, strict, audit on (default), {connections} conns"]
+    get = by_label[f"4 KiB GET, SERVICE_AUDIT_READS=1, {connections} conns"]
+    for row in (put, get):
+        assert_measured(row)
+        assert row["target"] == ">= 0.9x" and row["met"] in {"yes", "NO"}
+    assert put["anchor"] == "the same, audit off"
+    assert get["anchor"] == "the same, reads not recorded"
+    cpu = by_label["CPU per request, 4 KiB GET, SERVICE_AUDIT_READS=1"]
+    assert_measured(cpu)
+    assert "audit records written" in cpu["notes"]
+
+
+def test_fleet_section_packages_the_same_videos_three_ways_and_sets_cpu_beside_in_server() -> None:
+    from bench import SMOKE
+    from bench.fleet_bench import run
+
+    rows = run(SMOKE)
+    names = [row["measurement"] for row in rows]
+    assert [name.rsplit(", ", 1)[1] for name in names[:3]] == ["embedded", "fleet x1", "fleet x2"]
+    assert all(row["value"] > 0 for row in rows)
+    cpu = rows[3]
+    assert cpu["anchor"] == "in-server" and cpu["anchor_value"] > 0 and cpu["ratio"] > 0
+    assert "server CPU per packaged minute" in names[4] and "rate" in names[5]
+    hop = rows[6]
+    assert "outside the packager" in names[6] and hop["anchor_value"] > 0
+    packager = rows[7]
+    assert "in the packager" in names[7] and packager["anchor_value"] > 0
+    assert "core of its own" in names[8]

@@ -24,6 +24,15 @@ def command() -> list[str]:
     return [installed] if installed else [sys.executable, "-m", "service.cli"]
 
 
+AS_FROM_A_TERMINAL = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+"""Starts a command with SIGINT's default disposition, as a shell in a terminal does. A suite
+started in the background (``make test &`` from a script) inherits SIGINT ignored, and
+so would svc: Ctrl-C would do nothing (as it should, in a background job)."""
+
+
 @dataclass
 class Run:
     args: tuple[str, ...]
@@ -56,8 +65,12 @@ class Svc:
         return env
 
     def popen(self, *args: str, **kwargs: Any) -> subprocess.Popen[bytes]:
+        """``svc args`` running on, started as from a terminal (see ``AS_FROM_A_TERMINAL``)."""
         return subprocess.Popen(
-            [*command(), *args], env=self.environment(), cwd=str(self.home), **kwargs
+            [sys.executable, "-c", AS_FROM_A_TERMINAL, *command(), *args],
+            env=self.environment(),
+            cwd=str(self.home),
+            **kwargs,
         )
 
     def __call__(

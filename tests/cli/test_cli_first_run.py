@@ -11,6 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli.svckit import Svc
 from tests.serverproc import ServerProcess
 
@@ -48,14 +50,27 @@ def _has_socket(pid: int) -> bool:
         return False
 
 
-def test_ctrl_c_is_one_line_and_exit_130(svc: Svc, bucket: str) -> None:
-    waiting = svc.popen(
-        "pipe",
-        f"local/{bucket}/never",
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+# How the suite itself was started must not matter: from a terminal, or in the background
+# (where SIGINT is ignored and every child inherits that).
+@pytest.mark.parametrize(
+    "suite_sigint",
+    [signal.SIG_DFL, signal.SIG_IGN],
+    ids=["suite-in-a-terminal", "suite-in-the-background"],
+)
+def test_ctrl_c_is_one_line_and_exit_130(
+    svc: Svc, bucket: str, suite_sigint: signal.Handlers
+) -> None:
+    previous = signal.signal(signal.SIGINT, suite_sigint)
+    try:
+        waiting = svc.popen(
+            "pipe",
+            f"local/{bucket}/never",
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not _has_socket(waiting.pid):
         time.sleep(0.05)  # until the upload started and it waits on stdin

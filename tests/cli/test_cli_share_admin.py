@@ -136,6 +136,8 @@ def test_video_thumbnail_package_and_share(
     assert job["status"] == "completed" and "hls" in job["outputs"]
     status = svc("video", "status", "local", job["job_id"], "--json").json()[0]
     assert status["job_id"] == job["job_id"]
+    assert status["attempts"] == 1 and status["worker"] is None  # packaged by the server
+    assert "\tattempt 1\t" in svc("video", "status", "local", job["job_id"]).stdout
     assert job["job_id"] in svc("video", "jobs", f"local/{bucket}").stdout
     share = svc("video", "share", "local", job["job_id"], "--json").json()[0]
     playlist = httpx.get(share["hls_url"])

@@ -27,6 +27,7 @@ from service.client import (
     ServerError,
     ServiceError,
     ServiceUnavailableError,
+    TooManyRequestsError,
     TransportError,
     UnsupportedMediaTypeError,
 )
@@ -64,6 +65,7 @@ CONTRACT_CODES = {
     413: ["EntityTooLarge", "QuotaExceeded"],
     415: ["UnsupportedMediaType"],
     416: ["InvalidRange"],
+    429: ["TooManyRequests"],
     500: ["InternalError"],
     503: ["ServiceUnavailable"],
     507: ["InsufficientStorage"],
@@ -80,6 +82,7 @@ EXPECTED_CLASS = {
     413: PayloadTooLargeError,
     415: UnsupportedMediaTypeError,
     416: InvalidRangeError,
+    429: TooManyRequestsError,
     500: InternalServerError,
     503: ServiceUnavailableError,
     507: InsufficientStorageError,
@@ -158,6 +161,13 @@ def test_service_unavailable_reports_retry_after() -> None:
     error = error_from_response(503, headers, _body("ServiceUnavailable"))
     assert isinstance(error, ServiceUnavailableError)
     assert error.retry_after == 7.0
+
+
+def test_too_many_requests_reports_retry_after() -> None:
+    headers = httpx.Headers({"Retry-After": "2"})
+    error = error_from_response(429, headers, _body("TooManyRequests"))
+    assert isinstance(error, TooManyRequestsError) and error.code == "TooManyRequests"
+    assert error.retry_after == 2.0
 
 
 def test_error_text_carries_code_status_and_request_id() -> None:

@@ -43,6 +43,8 @@ OBJECT = {
     "custom_metadata": {"color": "grey"},
     "created_at": T0,
     "updated_at": T0,
+    "retention": None,
+    "legal_hold": False,
 }
 USER = {
     "user_id": "u_1",
@@ -64,6 +66,12 @@ def test_object_fields_carry_the_contract_names_and_values() -> None:
     assert obj.key == "cats/tom.jpg" and obj.size_bytes == 1234
     assert obj.custom_metadata == {"color": "grey"}
     assert obj.created_at == MOMENT and obj.created_at.tzinfo is not None
+    assert obj.retention is None and obj.legal_hold is False
+    locked = Object.from_json(
+        {**OBJECT, "retention": {"mode": "compliance", "retain_until": T0}, "legal_hold": True}
+    )
+    assert locked.retention is not None and locked.retention.retain_until == MOMENT
+    assert (locked.retention.mode, locked.legal_hold) == ("compliance", True)
 
 
 def test_bucket_parses_with_its_usage_and_optional_quota() -> None:
@@ -76,12 +84,23 @@ def test_bucket_parses_with_its_usage_and_optional_quota() -> None:
         "created_at": T0,
         "updated_at": T0,
         "usage": {"object_count": 3, "size_bytes": 99},
+        "object_lock_enabled": False,
+        "default_retention": None,
     }
     bucket = Bucket.from_json(document)
     assert _field_names(Bucket) == set(document)
     assert bucket.quota_bytes is None and bucket.versioning_enabled
     assert (bucket.usage.object_count, bucket.usage.size_bytes) == (3, 99)
     assert Bucket.from_json({**document, "quota_bytes": 10}).quota_bytes == 10
+    locked = Bucket.from_json(
+        {
+            **document,
+            "object_lock_enabled": True,
+            "default_retention": {"mode": "governance", "days": 0.5},
+        }
+    )
+    assert locked.object_lock_enabled and locked.default_retention is not None
+    assert (locked.default_retention.mode, locked.default_retention.days) == ("governance", 0.5)
 
 
 def test_list_page_and_version_page_parse_their_items() -> None:

@@ -10,6 +10,7 @@ from service.client import (
     InsufficientStorageError,
     InternalServerError,
     ServiceUnavailableError,
+    TooManyRequestsError,
     TransportError,
 )
 from service.client import _ops_objects as objects
@@ -55,6 +56,7 @@ def test_a_broken_answer_is_retried_only_for_idempotent_methods() -> None:
         (InternalServerError("x", status=500), "GET", True),
         (InternalServerError("x", status=500), "POST", False),
         (ServiceUnavailableError("x", status=503), "POST", True),
+        (TooManyRequestsError("x", status=429), "POST", True),
         (InsufficientStorageError("x", status=507), "PUT", False),
         (BadRequestError("x", status=400), "GET", False),
     ],
@@ -91,6 +93,10 @@ def test_retry_after_is_honoured_up_to_the_cap() -> None:
     driver = ScriptedDriver(failing(busy), retry=POLICY)
     driver.run(one_call("PUT", b"x"))
     assert driver.sleeps == [4.0]
+    capped = TooManyRequestsError("cap full", status=429, retry_after=3.0)
+    driver = ScriptedDriver(failing(capped), retry=POLICY)
+    driver.run(one_call("POST", b"x"))
+    assert driver.sleeps == [3.0]
     very_busy = ServiceUnavailableError("busy", status=503, retry_after=600.0)
     driver = ScriptedDriver(failing(very_busy), retry=POLICY)
     driver.run(one_call("PUT", b"x"))

@@ -6,6 +6,7 @@ through ``dualclient.blocking_view``), against a real server.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -274,6 +275,26 @@ def test_an_error_message_in_the_stream_becomes_the_error_it_names() -> None:
     with pytest.raises(ServiceError) as raised:
         upkeep.event_from_message(Message(body, "error", None))
     assert raised.value.code == "EventsExpired" and raised.value.status == 410
+
+
+@pytest.mark.parametrize(
+    ("reason", "status", "code"),
+    [
+        ("access_key_revoked", 401, "Unauthorized"),
+        ("token_expired", 401, "Unauthorized"),
+        ("user_disabled", 403, "AccountDisabled"),
+        ("access_denied", 403, "AccessDenied"),
+        ("bucket_deleted", 404, "NoSuchBucket"),
+    ],
+)
+def test_an_end_message_becomes_the_error_a_reconnect_would_get(
+    reason: str, status: int, code: str
+) -> None:
+    body = json.dumps({"reason": reason, "message": "gone"})
+    with pytest.raises(ServiceError) as raised:
+        upkeep.event_from_message(Message(body, "end", None))
+    assert (raised.value.status, raised.value.code) == (status, code)
+    assert "gone" in str(raised.value)
 
 
 def test_reconnect_waits_for_the_servers_retry_else_backs_off() -> None:

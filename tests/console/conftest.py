@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
 
 from tests.serverproc import ADMIN_PASSWORD, REPO_ROOT, ServerProcess
 
@@ -94,7 +95,10 @@ def context(
         FAILURES.mkdir(parents=True, exist_ok=True)
         name = re.sub(r"[^\w.-]+", "_", request.node.nodeid.split("::")[-1])
         for index, page in enumerate(ctx.pages):
-            page.screenshot(path=str(FAILURES / f"{name}-{index}.png"), full_page=True)
+            try:
+                page.screenshot(path=str(FAILURES / f"{name}-{index}.png"), full_page=True)
+            except PlaywrightError as error:  # an SVG document cannot always be captured
+                messages.append(f"no screenshot of page {index}: {error.message}")
         (FAILURES / f"{name}.log").write_text("\n".join(messages))
     ctx.close()
 

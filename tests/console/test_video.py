@@ -54,6 +54,8 @@ def test_package_a_video_and_play_it_in_the_page(admin_page: Page, video_key: st
 
     panel.get_by_role("button", name="Package for streaming").click()
     expect(panel.get_by_role("status")).to_have_text("Packaged for streaming (HLS)", timeout=60_000)
+    # The job view says where the job ran: this server packages itself (no media fleet).
+    expect(panel.get_by_label("Packaging worker")).to_have_text("Attempt 1, in the server")
     panel.get_by_role("button", name="Play").click()
     assert_plays(page, f"Playback of {video_key}")
 

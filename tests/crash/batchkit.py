@@ -13,6 +13,7 @@ import io
 import tarfile
 from collections.abc import Sequence
 
+from service.common.api_errors import status_of
 from service.ops import batch
 from service.ops.batch import BatchLimits, MemberFailure
 from tests.crash.enginekit import Result, SimMachine, answer
@@ -45,7 +46,7 @@ async def put_batch(machine: SimMachine, bucket: str, members: Sequence[Member])
     if result.ok:
         for (key, data, _), outcome in zip(members, result.value, strict=True):
             if isinstance(outcome, MemberFailure):
-                fate = Fate.of_status(outcome.error.status)
+                fate = Fate.of_status(status_of(outcome.error))
             else:
                 fate = Fate.ACKED
             machine.ledger.put(bucket, key, data, fate)

@@ -51,13 +51,16 @@ def check_state(machine: SimMachine, *, firm: bool, settle: bool = True) -> Verd
     ledger = machine.ledger
     verdict = Verdict()
     for name, possible in ledger.buckets.items():
-        exists = engine.state.get_bucket(name) is not None
+        bucket_id = engine.state.bucket_id_of(name)
+        exists = bucket_id is not None
         verdict.check(
             exists in possible.allowed(firm=firm),
             f"bucket {name}: exists={exists}, allowed {possible.allowed(firm=firm)}",
         )
         if settle:
             possible.settle(exists)
+            problem = ledger.identity_problem(name, bucket_id)
+            verdict.check(problem is None, problem or "")
     for bucket in engine.state.list_buckets():
         verdict.check(bucket.name in ledger.buckets, f"unknown bucket {bucket.name}")
         for entry in engine.state.list_versions(bucket.name, limit=10_000).versions:

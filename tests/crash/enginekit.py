@@ -24,25 +24,27 @@ import contextlib
 import copy
 import errno
 import random
-import threading
-from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsseam import crashpoints
 from fsseam.simfs import CrashMode, ManualClock, SimFileSystem, SimulatedCrash
-from service.common.api_errors import ApiError, response_headers
-from service.config import Config, Durability
-from service.engine.core import Engine
+from journal.model import Durability
+from service.archive.shipper import Archiver
+from service.archive.wiring import make_archiver
+from service.auth import load_or_create_server_secret
+from service.common.api_errors import ServiceError, response_headers, status_of
+from service.config import Config
+from service.engine.core import Engine, OwnState
+from service.engine.journaled import JournalCommitter
 from service.index.opening import BOOT_ID_PATH
 from service.meta import ObjectVersion, PartInfo
 from service.multipart import operations as multipart
-from service.multipart.in_place import direct_parts_of
+from service.multipart.uploads import Uploads
 from service.ops import buckets, objects
 from service.ops.objects import PutIntent
-from service.storage import StagedPayload, StagingUpload, direct, entropy
+from service.storage import StagedPayload, StagingUpload
 from service.storage.pipeline import BodySink
 from tests.crash.model import Fate, Ledger
 from tests.crash.simindex import sim_index_factory
@@ -69,85 +71,6 @@ def crash_config(durability: Durability, **overrides: Any) -> Config:
     }
     values.update(overrides)
     return Config(**values)
-
-
-# -- crash points -----------------------------------------------------------------------
-
-
-class CrashPoints:
-    """Counts every crash point hit; optionally cuts the power at the Nth hit of one name."""
-
-    def __init__(self) -> None:
-        self.hits: Counter[str] = Counter()
-        self._lock = threading.Lock()
-        self._target: tuple[str, int, SimFileSystem] | None = None
-
-    def arm(self, name: str, nth: int, fs: SimFileSystem) -> None:
-        with self._lock:
-            self._target = (name, nth, fs)
-
-    def disarm(self) -> None:
-        with self._lock:
-            self._target = None
-
-    def __call__(self, name: str) -> None:
-        with self._lock:
-            self.hits[name] += 1
-            target = self._target
-            fire = target is not None and target[0] == name and self.hits[name] >= target[1]
-            if fire:
-                self._target = None
-        if fire:
-            assert target is not None
-            target[2].crash()
-            raise SimulatedCrash(f"crash point {name}")
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[CrashPoints]:
-        crashpoints.set_hook(self)
-        try:
-            yield self
-        finally:
-            crashpoints.set_hook(None)
-
-
-# -- reproducible names -----------------------------------------------------------------
-
-
-class SeededTokens:
-    """Stands in for the ``secrets`` module where the server draws names (payload ids,
-    staging names, upload ids, version suffixes), so that a crash scenario, whose random
-    images depend on the order of names, replays identically from its seed."""
-
-    def __init__(self, seed: str) -> None:
-        self._random = random.Random(seed)
-        self._lock = threading.Lock()
-
-    def token_hex(self, nbytes: int) -> str:
-        return self.take(nbytes).hex()
-
-    def take(self, nbytes: int) -> bytes:
-        """As ``service.storage.entropy``'s pool: the names of payloads, staging files and
-        versions."""
-        with self._lock:
-            return self._random.randbytes(nbytes)
-
-
-@contextlib.contextmanager
-def seeded_names(seed: str) -> Iterator[None]:
-    tokens = SeededTokens(seed)
-    modules = (multipart, direct)
-    saved = [module.secrets for module in modules]
-    saved_pool = entropy._POOL
-    for module in modules:
-        module.secrets = tokens  # type: ignore[assignment]
-    entropy._POOL = tokens  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        for module, original in zip(modules, saved, strict=True):
-            module.secrets = original
-        entropy._POOL = saved_pool
 
 
 # -- results ----------------------------------------------------------------------------
@@ -182,8 +105,8 @@ async def answer(call: Awaitable[Any]) -> Result:
     """Await a domain call and map its end the way ``service.http.base`` does."""
     try:
         value = await call
-    except ApiError as error:
-        return Result(error.status, code=error.code, headers=response_headers(error))
+    except ServiceError as error:
+        return Result(status_of(error), code=error.code, headers=response_headers(error))
     except SimulatedCrash:
         return Result(0, code="crashed")
     except Exception:  # the HTTP layer answers anything else with 500 InternalError
@@ -241,6 +164,10 @@ class SimMachine:
         self.log = log if log is not None else JournalLog()
         self.config = config if config is not None else crash_config(durability)
         self.engine: ProbeEngine | None = None
+        self._journal: JournalCommitter | None = None
+        self._uploads: Uploads | None = None
+        self.archiver: Archiver | None = None
+        """The running engine's archive shipper, with ``archive`` set (driven step by step)."""
         self.read_only_seen = False
         """Set once an answer showed the journal failed: no success may follow."""
         self.success_after_failure: list[str] = []
@@ -251,21 +178,30 @@ class SimMachine:
 
     async def boot(self) -> ProbeEngine:
         self.read_only_seen = False  # a new process: the last one's journal fault is history
-        engine = ProbeEngine(
-            self.config, fs=self.fs, clock=self.clock, index_factory=sim_index_factory(self.fs)
-        )
+        own = OwnState()
+        committer = JournalCommitter(own, sim_index_factory(self.fs))
+        engine = ProbeEngine(self.config, committer, own, fs=self.fs, clock=self.clock)
         engine.attempted = self.log.attempted
         engine.executor.shutdown(wait=True)
         engine.executor = ThreadPoolExecutor(1, thread_name_prefix="crash-engine")
-        self.engine = engine
+        self.engine, self._journal = engine, committer
+        self._uploads = Uploads(engine, shared=False, keeps_files=True)
+        self.archiver = (
+            make_archiver(engine, committer, self.config.archive) if self.config.archive else None
+        )
         try:
+            if self.config.archive:
+                # As the server does before its background work: the archive ships it.
+                load_or_create_server_secret(self.fs, self.config.data_dir)
             await engine.start()
-            if engine.start_sweep is not None:
-                await engine.start_sweep  # the orphans' sweep is part of the recovery here
+            if self.archiver is not None:
+                await self.archiver.begin()  # its holds settle: the orphans' sweep may run
+            if committer.start_sweep is not None:
+                await committer.start_sweep  # the orphans' sweep is part of the recovery here
         except BaseException:
             await self.abandon()
             raise
-        journal = engine.journal
+        journal = committer.journal
         assert journal is not None
         inner = journal.listener
         assert inner is not None
@@ -283,14 +219,15 @@ class SimMachine:
     async def abandon(self) -> None:
         """Drop the engine without letting it write anything more (the power is off)."""
         engine, self.engine = self.engine, None
-        if engine is None:
+        committer, self._journal = self._journal, None
+        if engine is None or committer is None:
             return
         self.fs.crash()
         with contextlib.suppress(Exception):
             await engine.stop()
-        if engine.journal is not None:
+        if committer.journal is not None:
             with contextlib.suppress(Exception):
-                await engine.journal.close()
+                await committer.journal.close()
         engine.executor.shutdown(wait=True)
 
     async def power_cut(self) -> None:
@@ -306,7 +243,7 @@ class SimMachine:
         """Wait for background removals the last operation started."""
         engine = self.running
         with contextlib.suppress(Exception):
-            await engine.flush_releases()
+            await self.journal.flush_releases()
         with contextlib.suppress(Exception):
             await engine.run_blocking(lambda: None)
 
@@ -314,6 +251,18 @@ class SimMachine:
     def running(self) -> ProbeEngine:
         assert self.engine is not None, "the machine is off"
         return self.engine
+
+    @property
+    def journal(self) -> JournalCommitter:
+        """The running engine's committer (its journal, snapshots, GC)."""
+        assert self._journal is not None, "the machine is off"
+        return self._journal
+
+    @property
+    def uploads(self) -> Uploads:
+        """The running engine's multipart uploads."""
+        assert self._uploads is not None, "the machine is off"
+        return self._uploads
 
     def image(self, mode: CrashMode, seed: int = 0) -> SimFileSystem:
         """What the disk holds after the crash. ``keep_unsynced`` is what a process kill
@@ -358,7 +307,8 @@ class SimMachine:
                 self.running, OWNER, {"name": name, "versioning_enabled": versioned}
             )
         )
-        self.ledger.bucket_created(name, versioned, result.fate)
+        bucket_id = result.value.bucket_id if result.ok else None
+        self.ledger.bucket_created(name, versioned, result.fate, bucket_id)
         return self._note(f"create bucket {name}", result)
 
     async def delete_bucket(self, name: str) -> Result:
@@ -425,8 +375,8 @@ class SimMachine:
         intent = PutIntent(bucket=bucket, key=key, content_length=len(data))
         try:
             objects.precheck_put(engine, intent)
-        except ApiError as error:
-            return Result(error.status, code=error.code, headers=response_headers(error))
+        except ServiceError as error:
+            return Result(status_of(error), code=error.code, headers=response_headers(error))
         return await answer(objects.store_small_object(engine, intent, data))
 
     async def _put(self, bucket: str, key: str, data: bytes, chunks: int) -> Result:
@@ -434,8 +384,8 @@ class SimMachine:
         intent = PutIntent(bucket=bucket, key=key, content_length=len(data))
         try:
             objects.precheck_put(engine, intent)
-        except ApiError as error:
-            return Result(error.status, code=error.code, headers=response_headers(error))
+        except ServiceError as error:
+            return Result(status_of(error), code=error.code, headers=response_headers(error))
         staged = await self._stage(data, chunks)
         if isinstance(staged, Result):
             return staged
@@ -477,15 +427,15 @@ class SimMachine:
         try:
             session = multipart.open_session(engine, upload_id)
             engine.ensure_writable()
-        except ApiError as error:
-            return Result(error.status, code=error.code, headers=response_headers(error))
-        parts = direct_parts_of(engine)
+        except ServiceError as error:
+            return Result(status_of(error), code=error.code, headers=response_headers(error))
+        parts = self.uploads.in_place
         claim = await parts.claim(session, number, len(data)) if in_place else None
         try:
             staged = await self._stage(data, 2, None if claim is None else parts.writer(claim))
             if isinstance(staged, Result):
                 return staged
-            return await answer(multipart.store_part(engine, session, number, staged, None))
+            return await answer(multipart.store_part(self.uploads, session, number, staged, None))
         finally:
             if claim is not None:
                 parts.release(claim)
@@ -493,7 +443,7 @@ class SimMachine:
     async def complete_upload(self, upload_id: str, parts: list[tuple[int, str]]) -> Result:
         body = {"parts": [{"part_number": n, "etag": digest} for n, digest in parts]}
         result = await self._with_session(
-            upload_id, lambda session: multipart.complete_upload(self.running, session, body)
+            upload_id, lambda session: multipart.complete_upload(self.uploads, session, body)
         )
         self.ledger.upload_completed(upload_id, parts, result.fate)
         await self.settle()
@@ -501,7 +451,7 @@ class SimMachine:
 
     async def abort_upload(self, upload_id: str) -> Result:
         result = await self._with_session(
-            upload_id, lambda session: multipart.abort_upload(self.running, session)
+            upload_id, lambda session: multipart.abort_upload(self.uploads, session)
         )
         self.ledger.upload_aborted(upload_id, result.fate)
         await self.settle()
@@ -510,8 +460,8 @@ class SimMachine:
     async def _with_session(self, upload_id: str, call: Callable[[Any], Awaitable[Any]]) -> Result:
         try:
             session = multipart.open_session(self.running, upload_id)
-        except ApiError as error:
-            return Result(error.status, code=error.code, headers=response_headers(error))
+        except ServiceError as error:
+            return Result(status_of(error), code=error.code, headers=response_headers(error))
         return await answer(call(session))
 
     async def snapshot(self) -> Result:
@@ -519,15 +469,16 @@ class SimMachine:
         # A snapshot makes the payloads it covers durable, but cannot mend one a power cut
         # already tore (quarantined at the last start): that one stays an integrity error.
         referenced = engine.state.referenced_payloads() - engine.quarantined
-        result = await answer(engine.snapshot())
-        if result.ok and engine.journal is not None:
-            floor = engine.journal.stats().last_snapshot_sequence
+        result = await answer(self.journal.snapshot())
+        journal = self.journal.journal
+        if result.ok and journal is not None:
+            floor = journal.stats().last_snapshot_sequence
             self.log.synced_floor = max(self.log.synced_floor, floor)
             self.ledger.durable_payloads |= referenced
         return result
 
     async def collect_garbage(self) -> Result:
-        result = await answer(self.running.collect_garbage())
+        result = await answer(self.journal.collect_garbage())
         await self.settle()
         return result
 
@@ -551,8 +502,8 @@ class SimMachine:
         engine = self.running
         try:
             version = objects.resolve_version(engine, bucket, key, version_id)
-        except ApiError as error:
-            return Result(error.status, code=error.code, headers=response_headers(error))
+        except ServiceError as error:
+            return Result(status_of(error), code=error.code, headers=response_headers(error))
         assert version.payload_id is not None
         return await answer(
             engine.run_blocking(

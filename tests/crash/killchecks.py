@@ -49,11 +49,18 @@ class KillChecks:
 
         ledger = self.ledger
         with self.http() as client:
-            buckets = {item["name"] for item in self.listing(client, "/buckets", "buckets")}
+            identities = {
+                item["name"]: item["bucket_id"]
+                for item in self.listing(client, "/buckets", "buckets")
+            }
+            buckets = set(identities)
             for name, possible in ledger.buckets.items():
                 if (name in buckets) not in possible.firm:
                     fail(("bucket", name, ""), f"bucket {name}: exists={name in buckets}")
                 possible.settle(name in buckets)
+                problem = ledger.identity_problem(name, identities.get(name))
+                if problem is not None:
+                    fail(("bucket", name, ""), problem)
             for name in buckets - ledger.buckets.keys():
                 fail(("bucket", name, ""), f"unknown bucket {name}")
             observed = self.observe_versions(client, fail)
@@ -61,6 +68,7 @@ class KillChecks:
             uploads = self.check_uploads(client, observed, fail)
             strays = self.check_strays(client, fail)
             self.check_info(client, observed, uploads, strays, fail)
+            self.check_audit(client)
             lost = sum(1 for _, things in self.unchecked if bad.intersection(things))
             self.tally.checked += len(self.unchecked)
             self.tally.lost += lost
@@ -72,6 +80,28 @@ class KillChecks:
                 self.views.setdefault(bk, [])
             self.close_uploads(client, uploads, strays)
         self.forget_bodies()
+
+    def check_audit(self, client: httpx.Client) -> None:
+        """The audit chain verifies, and every request a strict server acknowledged since the
+        last check has its record: no acknowledged request without its record."""
+        verified = client.get("/system/audit/verify").json()
+        if not verified["ok"]:
+            self.problem(f"audit chain broken at record {verified['first_bad_sequence']}")
+        seen: set[str] = set()
+        after: int | str = self.audit_after
+        while True:
+            page = client.get("/system/audit", params={"since": after, "limit": 1000}).json()
+            seen |= {record["request_id"] for record in page["records"]}
+            if page["records"]:
+                self.audit_after = page["records"][-1]["sequence"]
+            if page["next_cursor"] is None:
+                break
+            after = page["next_cursor"]
+        with self.lock:
+            acked, self.acked_requests = self.acked_requests, {}
+        for request_id, what in sorted(acked.items()):
+            if request_id not in seen:
+                self.problem(f"acknowledged request {request_id} ({what}) has no audit record")
 
     def listing(
         self, client: httpx.Client, url: str, field_name: str, **query: str

@@ -36,7 +36,9 @@ corrupt (a SIGKILL never tears a payload).
 After the last cycle the kit waits out the staging TTL and the GC grace, restarts so that
 the startup sweep and GC run, and checks the disk: the files under ``payloads/`` are exactly
 the stored versions and parts (same count, same SHA-256 digests), ``staging/`` is empty and
-nothing was quarantined.
+nothing was quarantined. The server ships to a continuous archive all along
+(``tests.crash.killarchive``): at the very end the archive must verify, and a server started on
+a data dir restored from it must pass the same final checks.
 
 Thread-safety: the ledger, the list of unchecked acknowledgements and the problem list are
 guarded by ``KillKit.lock``; each worker owns its keys' entries in ``KillKit.views``; the
@@ -62,6 +64,7 @@ from service.storage.layout import (
     QUARANTINE_DIR,
     UNSYNCED_MARKER,
 )
+from tests.crash.killarchive import archive_dir, restore, wait_archived
 from tests.crash.killchecks import KillChecks
 from tests.crash.killplan import (
     STARTUP_ENV,
@@ -107,6 +110,8 @@ SERVER_ENV = {
     "SERVICE_GC_GRACE": str(GC_GRACE),
     "SERVICE_STAGING_TTL": str(STAGING_TTL),
     "SERVICE_LOG_LEVEL": "warning",
+    # Small enough that the workload rolls the audit log's segments too.
+    "SERVICE_AUDIT_SEGMENT_BYTES": "16384",
     **UPKEEP_ENV,
 }
 
@@ -151,7 +156,9 @@ class KillKit(KillChecks):
         log: Callable[[str], None] = print,
     ) -> None:
         """``kill_delay``: bounds in seconds of the random wait before an unarmed kill."""
-        self.proc = ServerProcess(root / "data", env_overrides=SERVER_ENV)
+        self.root = root
+        archive = {"SERVICE_ARCHIVE": str(archive_dir(root))}
+        self.proc = ServerProcess(root / "data", env_overrides={**SERVER_ENV, **archive})
         self.kill_delay = kill_delay
         self.seed = seed
         self.rng = random.Random(seed)
@@ -173,6 +180,11 @@ class KillKit(KillChecks):
         self.receiver = Receiver()
         self.acked_digests: set[str] = set()
         """SHA-256 of every acknowledged write: each must reach the webhook receiver."""
+        self.acked_requests: dict[str, str] = {}
+        """Request id -> what, of every request acknowledged by a strict server since the
+        last check: each must have its audit record (``KillChecks.check_audit``)."""
+        self.audit_after = 0
+        """The audit log's last sequence the checks have read."""
 
     # -- bookkeeping --------------------------------------------------------------------
 
@@ -206,6 +218,10 @@ class KillKit(KillChecks):
         if reply.status not in (None, 0, expected):
             detail = reply.content[:300].decode(errors="replace")
             self.problem(f"{what}: expected {expected}, got {reply.status} {detail}")
+        running = self.running
+        if reply.fate == Fate.ACKED and running is not None and running[1] == "strict":
+            with self.lock:
+                self.acked_requests[reply.headers.get("X-Request-Id", "")] = what
         return reply.fate
 
     def expect_object(self, reply: Reply, digest: str, what: str) -> None:
@@ -269,7 +285,8 @@ class KillKit(KillChecks):
                 body = {"name": name, "versioning_enabled": versioned}
                 reply = send(client, "POST", "/buckets", json=body)
                 fate = self.outcome(reply, f"create bucket {name}", 201)
-                self.ledger.bucket_created(name, versioned, fate)
+                bucket_id = reply.json()["bucket_id"] if fate == Fate.ACKED else None
+                self.ledger.bucket_created(name, versioned, fate, bucket_id)
                 if fate != Fate.ACKED:
                     raise RuntimeError(f"cannot create bucket {name}: {reply}")
                 path = f"/buckets/{name}/notifications"
@@ -365,7 +382,7 @@ class KillKit(KillChecks):
             try:
                 self.proc.start(extra_env=env)
             except RuntimeError:
-                code = self.proc.process.returncode if self.proc.process else None
+                code = self.proc.start_exit
                 self.proc.kill()
                 self.problem(f"start after a kill died ({code}) though nothing can be torn")
                 return
@@ -377,12 +394,22 @@ class KillKit(KillChecks):
         try:
             self.proc.start(extra_env=env)
         except RuntimeError:
-            code = self.proc.process.returncode if self.proc.process else None
+            code = self.proc.start_exit
             self.proc.kill()
             if code == -signal.SIGKILL:
                 self.tally.hits[point] += 1
             else:
                 self.problem(f"start armed at {point} exited with {code}")
+            return
+        # The orphans' sweep runs just after the start answers (with an archive it first
+        # waits for the archive to know its position): give it the arm deadline to fire.
+        process = self.proc.process
+        deadline = time.monotonic() + ARM_DEADLINE
+        while process is not None and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if process is not None and process.returncode == -signal.SIGKILL:
+            self.proc.kill()
+            self.tally.hits[point] += 1
             return
         self.tally.missed[point] += 1
         self.proc.stop()
@@ -426,9 +453,19 @@ class KillKit(KillChecks):
         self.tally.webhook_events = events
         redelivered = len(self.receiver.received()) - events
         self.log(f"upkeep check: {events} webhook events, {redelivered} redelivered")
+        with self.http() as client:
+            archived = wait_archived(client, self.problem)
         self.proc.stop()
         self.running = None
         self.receiver.__exit__()
+        restored = None if archived is None else restore(self.root, archived, self.problem)
+        if restored is not None:
+            self.label = "final check of a data dir restored from the archive"
+            self.proc = ServerProcess(restored, env_overrides=SERVER_ENV)
+            self.serve()
+            self.check(disk=True)
+            self.proc.stop()
+            self.running = None
 
     def report(self) -> str:
         tally = self.tally

@@ -22,6 +22,7 @@ STARTUP_POINTS: dict[str, str | None] = {
     "journal.replay.truncate": "journal.append.mid_write",
     "gc.batch": "put.after_rename",
     "staging.sweep": "put.chunk_written",
+    "audit.open.truncate": "audit.append.mid_write",
 }
 """Points passed while a server starts, each with the runtime point whose kill leaves what
 the start then repairs: a torn batch at the log's tail, a promoted payload no record names,
@@ -35,6 +36,11 @@ UNREACHABLE: dict[str, str] = {
         "run; only a power loss can tear a payload, and a SIGKILL keeps the page cache. Armed "
         "at the start after a killed balanced run (the start verifies every recent payload), "
         "it must not fire and nothing may be quarantined."
+    ),
+    "audit.prune.after_anchor": (
+        "the workload keeps the default audit retention, so that every acknowledged "
+        "request's record can be checked; the prune's crash states are the in-process "
+        "matrix's (audit_prune). Armed at a start, whose prune finds nothing to remove."
     ),
 }
 """Points a real process cannot reach by a kill, and why; armed anyway, never hit."""
@@ -53,11 +59,16 @@ FREQUENT: frozenset[str] = frozenset(
         "journal.append.after_write",
         "journal.append.after_fsync",
         "engine.after_apply",
+        "audit.append.mid_write",
+        "audit.append.after_write",
+        "audit.append.after_fsync",
     }
 )
 """Points every PUT passes: armed at a random later hit so the kill lands mid-load."""
 
-STRICT_ONLY: frozenset[str] = frozenset({"journal.append.after_fsync", "put.after_group_sync"})
+STRICT_ONLY: frozenset[str] = frozenset(
+    {"journal.append.after_fsync", "put.after_group_sync", "audit.append.after_fsync"}
+)
 """Points a balanced server never passes (it does not fsync each batch, nor share a syncfs
 between small PUTs)."""
 

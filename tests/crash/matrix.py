@@ -33,18 +33,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsseam.simfs import CRASH_MODES, CrashMode, Fault, SimFileSystem, SimulatedCrash
-from service.config import Durability
+from journal.model import Durability
+from tests.crash.archivekit import archive_kinds, check_archive
+from tests.crash.auditkit import audit_kinds, check_audit
 from tests.crash.batchkit import put_batch
 from tests.crash.checkkit import Verdict, check_recovered, check_state
 from tests.crash.enginekit import (
     GC_GRACE,
-    CrashPoints,
     Result,
     SimMachine,
     crash_config,
     part_of,
-    seeded_names,
 )
+from tests.crash.mediakit import check_media, media_kinds
+from tests.crash.replay_controls import CrashPoints, seeded_names
 from tests.crash.upkeepkit import check_upkeep, upkeep_kinds
 
 Step = Callable[[SimMachine, dict[str, Any]], Awaitable[None]]
@@ -322,6 +324,18 @@ KINDS: dict[str, Kind] = {
             Kind(name, setup, operation, overrides=tuple(overrides.items()))
             for name, (setup, operation, overrides) in upkeep_kinds(base_setup, must).items()
         ),
+        *(
+            Kind(name, setup, operation, overrides=tuple(overrides.items()))
+            for name, (setup, operation, overrides) in archive_kinds(base_setup, must).items()
+        ),
+        *(
+            Kind(name, setup, operation, overrides=tuple(overrides.items()))
+            for name, (setup, operation, overrides) in audit_kinds(base_setup, must).items()
+        ),
+        *(
+            Kind(name, setup, operation, overrides=tuple(overrides.items()))
+            for name, (setup, operation, overrides) in media_kinds(base_setup, must).items()
+        ),
     )
 }
 
@@ -414,6 +428,9 @@ async def _recover_all(
 
 async def _upkeep(machine: SimMachine, verdict: Verdict, firm: bool) -> None:
     await check_upkeep(machine, verdict, firm=firm)
+    await check_archive(machine, verdict)
+    await check_audit(machine, verdict, firm=firm)
+    check_media(machine, verdict, firm=firm)
 
 
 async def _crash_during_recovery(

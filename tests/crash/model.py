@@ -12,6 +12,8 @@ Every operation a test sends is recorded with what it got back:
 A state is a plain value that can be read back from the server: a key's versions as a tuple
 of SHA-256 digests (``MARKER`` for a delete marker), oldest first, ``()`` for an absent key; a
 bucket's existence; an upload's parts as a frozenset of (number, digest), None once closed.
+Beside its existence, a bucket's identity (``bucket_id``) is kept from the answer that created
+it or the first recovery that shows it: every later recovery must show the same one.
 After a recovery the test observes each state, checks it is allowed, and settles the model
 on it, since the operation's fate is decided from then on.
 
@@ -118,6 +120,8 @@ class Ledger:
     durable_payloads: set[str] = field(default_factory=set)
     """Payloads a completed snapshot covered: on disk in either durability mode, so never
     an excuse for an integrity error."""
+    identities: dict[str, str] = field(default_factory=dict)
+    """Each existing bucket's identity, as its creation answered or a recovery first showed."""
 
     # -- recording --------------------------------------------------------------------
 
@@ -129,11 +133,27 @@ class Ledger:
         self.bodies[digest] = data
         return digest
 
-    def bucket_created(self, name: str, versioned: bool, fate: str) -> None:
+    def bucket_created(
+        self, name: str, versioned: bool, fate: str, bucket_id: str | None = None
+    ) -> None:
         self.versioned.setdefault(name, versioned)
         self.buckets.setdefault(name, Possible.known(False)).record(fate, lambda _: True)
+        if bucket_id is not None:
+            self.identities[name] = bucket_id
+
+    def identity_problem(self, name: str, observed: str | None) -> str | None:
+        """Settle on the identity a recovery shows for bucket ``name`` (None: absent); a
+        problem if it differs from the one known for the bucket since it was created."""
+        known = self.identities.pop(name, None)
+        if observed is None:
+            return None
+        self.identities[name] = observed
+        if known is not None and known != observed:
+            return f"bucket {name}: identity {observed} after recovery, was {known}"
+        return None
 
     def bucket_deleted(self, name: str, fate: str) -> None:
+        self.identities.pop(name, None)  # a later bucket of the name is another
         self.buckets[name].record(fate, lambda _: False)
         for (bucket, _), possible in self.keys.items():
             if bucket == name:

@@ -26,7 +26,8 @@ from typing import Any
 import msgpack
 
 from fsseam.fs import FileSystem
-from service.index.lmdb_index import FORMAT, _pack, _unpack
+from service.index.lmdb_index import FORMAT
+from service.index.lmdb_rows import pack_versions, unpack_versions
 from service.index.protocol import IndexUnreadableError
 from service.meta.model import Usage
 from service.meta.object_index import ObjectIndex
@@ -74,7 +75,9 @@ class SimIndex(ObjectIndex):
             doc = msgpack.unpackb(data, raw=False, strict_map_key=False)
             meta = doc["meta"]
             for bucket, rows in doc["versions"].items():
-                self.add_bucket(bucket, {key: _unpack(bucket, key, raw) for key, raw in rows})
+                self.add_bucket(
+                    bucket, {key: unpack_versions(bucket, key, raw) for key, raw in rows}
+                )
             usage = {bucket: Usage(*pair) for bucket, pair in doc["usage"].items()}
             refs = dict(doc["refs"])
         except (ValueError, KeyError, TypeError, msgpack.UnpackException) as exc:
@@ -86,7 +89,7 @@ class SimIndex(ObjectIndex):
         doc = {
             "meta": self._meta,
             "versions": {
-                bucket: [[key, _pack(versions)] for key, versions in keys.items()]
+                bucket: [[key, pack_versions(versions)] for key, versions in keys.items()]
                 for bucket, keys in self._versions.items()
             },
             "usage": {b: [u.object_count, u.size_bytes] for b, u in self._usage.items()},
@@ -118,12 +121,19 @@ class SimIndex(ObjectIndex):
     def in_batch(self) -> bool:
         return self._batch
 
-    def commit(self, sequence: int, crc: int, rest: bytes | None = None) -> None:
+    def commit(
+        self, sequence: int, crc: int, rest: bytes | None = None, latest_at: int | None = None
+    ) -> None:
         self._batch = False
         self._meta["applied"] = [sequence, crc]
         if rest is not None:
             self._meta["rest"] = rest
+        if latest_at is not None:
+            self._meta["latest_at"] = latest_at
         self._persist()
+
+    def latest_at(self) -> int:
+        return int(self._meta.get("latest_at", 0))
 
     def rest(self) -> bytes | None:
         rest: bytes | None = self._meta.get("rest")
@@ -157,10 +167,13 @@ class SimIndex(ObjectIndex):
         assert not self._batch, "a reader sees committed batches only"
         return SimRows(
             {
-                bucket: [(key, _pack(versions)) for key, versions in keys.items()]
+                bucket: [(key, pack_versions(versions)) for key, versions in keys.items()]
                 for bucket, keys in self._versions.items()
             }
         )
+
+    def clear_stale_readers(self) -> int:
+        return 0  # readers of the simulated index live in this process
 
     def close(self) -> None:
         self._batch = False

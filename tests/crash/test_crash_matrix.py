@@ -33,6 +33,9 @@ BALANCED_FAST = (
     "event_flush",
     "webhook_cursor",
     "scrub",
+    "archive_ship",
+    "audit_append",
+    "fleet_outputs",
 )
 FAST = [(name, "strict") for name in KINDS] + [(name, "balanced") for name in BALANCED_FAST]
 SLOW = [(name, mode) for mode in ("strict", "balanced") for name in KINDS]
@@ -120,6 +123,13 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
     "gc": frozenset({"gc.batch"}),
     "staging_sweep": frozenset({"staging.sweep"}),
     "recovery": frozenset({"journal.replay.truncate", "engine.after_replay", "gc.batch"}),
+    "archive_ship": frozenset({"archive.payloads_shipped", "archive.records_shipped"}),
+    "archive_snapshot": frozenset({"archive.records_shipped", "journal.snapshot.after_rename"}),
+    "audit_append": frozenset(
+        {"audit.append.mid_write", "audit.append.after_write", "audit.segment.roll"}
+    ),
+    "audit_prune": frozenset({"audit.prune.after_anchor"}),
+    "audit_recovery": frozenset({"audit.open.truncate"}),
 }
 """Crash points each kind's operation must pass (a renamed point must not go untested)."""
 STRICT_POINTS: dict[str, frozenset[str]] = {
@@ -127,6 +137,7 @@ STRICT_POINTS: dict[str, frozenset[str]] = {
     "put_small_group": frozenset({"put.after_group_sync"}),
     "batch": frozenset({"put.after_group_sync"}),
     "batch_fsync": frozenset({"put.after_data_fsync", "put.after_dir_fsync", "batch.staged"}),
+    "audit_append": frozenset({"audit.append.after_fsync"}),
 }
 """More points a kind passes in strict durability only (a shared file-system sync)."""
 

@@ -27,7 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from fsseam import crashpoints
 from fsseam.simfs import CRASH_MODES, CrashMode, Fault, FaultKind, SimulatedCrash
-from service.config import Durability
+from journal.model import Durability
 from tests.crash.checkkit import (
     check_bytes,
     check_files_after_gc,
@@ -35,8 +35,9 @@ from tests.crash.checkkit import (
     check_state,
     observe_upload,
 )
-from tests.crash.enginekit import CrashPoints, SimMachine, seeded_names
+from tests.crash.enginekit import SimMachine
 from tests.crash.model import sha256, visible
+from tests.crash.replay_controls import CrashPoints, seeded_names
 
 BUCKETS = {"plain": False, "versioned": True}
 KEYS = ("a", "b", "dir/c")

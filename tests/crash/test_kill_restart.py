@@ -51,7 +51,7 @@ def assert_clean(kit: KillKit) -> None:
 
 
 @pytest.mark.e2e
-@pytest.mark.timeout(600)  # ~4 min on a loaded 2-core machine: above the suite's default 300 s
+@pytest.mark.timeout(1500)  # a hang limit: ~4 min quiet, over 10 min at load 20 on 2 cores
 def test_every_kill_and_restart_keeps_every_acknowledged_operation(
     tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:

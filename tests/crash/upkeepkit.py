@@ -31,11 +31,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import service.upkeep.scrub
-from service.events.webhooks import WebhookDispatcher
+from service.events.scope import BucketScope
 from service.meta import ObjectVersion
 from service.meta.notification_state import Webhook
 from service.ops import notifications as notifications_config
 from service.upkeep.scrub import Scrubber
+from service.upkeep.webhooks import WebhookDispatcher
 from tests.crash.checkkit import Verdict
 from tests.crash.enginekit import SimMachine
 
@@ -113,9 +114,11 @@ def upkeep_kinds(base_setup: Step, must: Callable[[Any], Awaitable[Any]]) -> dic
         assert hook is not None
         with contextlib.suppress(OSError):  # the housekeeping logs it and tries again
             await dispatcher.load()
-            progress = dispatcher.progress(hook)
+            scope = dispatcher.scope_of(hook)
+            assert scope is not None
+            progress = dispatcher.progress(hook, scope)
             for _ in range(3):
-                await dispatcher.deliver_page(hook, progress, limit=2)
+                await dispatcher.deliver_page(hook, scope, progress, limit=2)
                 await dispatcher.checkpoint()
                 floor = machine.log.upkeep.get("cursor_floor", 0)
                 machine.log.upkeep["cursor_floor"] = max(floor, progress.cursor)
@@ -142,8 +145,7 @@ def upkeep_kinds(base_setup: Step, must: Callable[[Any], Awaitable[Any]]) -> dic
 async def check_events(machine: SimMachine, verdict: Verdict, *, firm: bool) -> None:
     """Every acknowledged record's event exactly once, in order, no gap, nothing extra."""
     engine = machine.running
-    assert engine.journal is not None
-    last = engine.journal.stats().last_sequence
+    last = machine.journal.last_sequence()
     recorded: dict[int, bytes] = machine.log.upkeep.setdefault("events", {})
     for sequence in [s for s in recorded if s > last]:
         del recorded[sequence]  # its record is gone: the sequence is a new record's now
@@ -186,10 +188,12 @@ async def check_webhook(machine: SimMachine, verdict: Verdict) -> None:
     delivered: list[int] = machine.log.upkeep.setdefault("delivered", [])
     dispatcher = RecordingDispatcher(machine)
     await dispatcher.load()
-    progress = dispatcher.progress(hook)
+    scope = dispatcher.scope_of(hook)
+    assert scope is not None  # a webhook goes with its bucket
+    progress = dispatcher.progress(hook, scope)
     wanted = {
         sequence
-        for sequence, event_type, key in await _bucket_events(machine, hook.bucket)
+        for sequence, event_type, key in await _bucket_events(machine, scope)
         if sequence > hook.start_after and hook.wants(event_type, key)
     }
     skipped = {s for s in wanted if s <= progress.cursor} - set(delivered)
@@ -198,12 +202,11 @@ async def check_webhook(machine: SimMachine, verdict: Verdict) -> None:
     )
     # A completed checkpoint is kept, though never past the journal's end (balanced
     # durability may lose records whose events were delivered; see WebhookDispatcher.load).
-    assert machine.running.journal is not None
-    last = machine.running.journal.stats().last_sequence
+    last = machine.journal.last_sequence()
     floor = min(machine.log.upkeep.get("cursor_floor", 0), last)
     verdict.check(progress.cursor >= floor, f"webhook cursor {progress.cursor} < {floor}")
     resumed_from = len(delivered)
-    while await dispatcher.deliver_page(hook, progress, limit=50):
+    while await dispatcher.deliver_page(hook, scope, progress, limit=50):
         pass
     again = delivered[resumed_from:]
     verdict.check(again == sorted(set(again)), f"redelivery out of order: {again}")
@@ -211,12 +214,12 @@ async def check_webhook(machine: SimMachine, verdict: Verdict) -> None:
     verdict.check(not missing, f"webhook never delivered events {sorted(missing)}")
 
 
-async def _bucket_events(machine: SimMachine, bucket: str) -> list[tuple[int, str, str]]:
+async def _bucket_events(machine: SimMachine, scope: BucketScope) -> list[tuple[int, str, str]]:
     engine = machine.running
     found: list[tuple[int, str, str]] = []
     after = engine.events.covered_after
     while True:
-        items, through = await engine.events.read(after, engine.executor, bucket, 1000)
+        items, through = await engine.events.read(after, engine.executor, scope, 1000)
         found += [(item.sequence, item.type, item.key) for item in items]
         if through <= after:
             return found

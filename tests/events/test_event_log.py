@@ -4,15 +4,17 @@ torn tail cut at open, and retention by age, count and a webhook's hold."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 
 from fsseam.fs import RealFileSystem
 from fsseam.simfs import Fault, SimFileSystem
+from service.events import log as event_log
 from service.events.feed import derive
 from service.events.log import EventLog
-from service.meta import MetaState, events
+from service.meta import MetaState, records
 
 DAY_MS = 86_400_000
 
@@ -28,8 +30,10 @@ def opened(directory: Path, segment_events: int = 3, start_after: int = 0) -> Ev
     return log
 
 
-def sequences(lines: list[bytes]) -> list[int]:
-    return [json.loads(item)["sequence"] for item in lines]
+def sequences(lines: list[tuple[int, bytes]]) -> list[int]:
+    found = [sequence for sequence, _ in lines]
+    assert found == [json.loads(item)["sequence"] for _, item in lines]
+    return found
 
 
 def test_appends_roll_files_and_reads_return_the_asked_range(tmp_path: Path) -> None:
@@ -42,6 +46,24 @@ def test_appends_roll_files_and_reads_return_the_asked_range(tmp_path: Path) -> 
     assert log.covered_after == 0 and log.last_sequence == 12
     log.append([line(4)])  # older than the newest: ignored, never written twice
     assert sequences(log.read(3, 100, 12)) == [5, 8, 9, 10, 12]
+
+
+def test_reads_from_anywhere_find_what_a_scan_from_the_start_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads start at the mark nearest before their resume point (noted by earlier reads):
+    whatever marks exist, in whatever order reads came, they return the same lines."""
+    monkeypatch.setattr(event_log, "MARK_BYTES", 300)
+    monkeypatch.setattr(event_log, "READ_CHUNK", 1000)
+    written = [n for n in range(1, 1500) if n % 7]
+    log = opened(tmp_path / "events", segment_events=200)
+    log.append([line(n) for n in written])
+    rng = random.Random(5)
+    for _ in range(300):
+        after, limit = rng.randrange(0, 1500), rng.randrange(1, 40)
+        through = rng.randrange(after, 1501)
+        expected = [n for n in written if after < n <= through][:limit]
+        assert sequences(log.read(after, limit, through)) == expected, (after, limit, through)
 
 
 def test_a_torn_last_line_is_cut_at_open(tmp_path: Path) -> None:
@@ -126,11 +148,18 @@ def test_retention_keeps_young_events_enough_events_and_what_a_webhook_needs(
 
 def test_events_are_derived_from_accepted_object_records_only() -> None:
     state = MetaState()
-    bucket = events.bucket_created(
-        name="b", owner="u", quota_bytes=None, versioning_enabled=False, tags={}, at=1
+    bucket = records.bucket_created(
+        name="b",
+        owner="u",
+        quota_bytes=None,
+        versioning_enabled=False,
+        tags={},
+        at=1,
+        bucket_id="bkt_" + "0" * 23 + "1",
     )
-    assert derive(1, bucket, state.apply(bucket)) is None
-    stored = events.object_stored(
+    ids = state.bucket_id_of
+    assert derive(1, bucket, state.apply(bucket), ids) is None
+    stored = records.object_stored(
         bucket="b",
         key="k",
         payload_id="p1",
@@ -143,12 +172,13 @@ def test_events_are_derived_from_accepted_object_records_only() -> None:
         if_match=None,
         at=1_795_336_904_123,
     )
-    created = derive(2, stored, state.apply(stored))
+    created = derive(2, stored, state.apply(stored), ids)
     assert created == {
         "event_id": "ev_0000000000000002",
         "sequence": 2,
         "type": "object.created",
         "bucket": "b",
+        "bucket_id": "bkt_" + "0" * 23 + "1",
         "key": "k",
         "version_id": None,
         "size_bytes": 3,
@@ -156,9 +186,9 @@ def test_events_are_derived_from_accepted_object_records_only() -> None:
         "time": "2026-11-22T08:41:44.123Z",
     }
     again = dict(stored, if_none_match=True, payload_id="p2", version_token="t2")
-    assert derive(3, again, state.apply(again)) is None  # refused: no event
-    deleted = events.object_deleted(bucket="b", key="k", version_id=None, version_token="t3", at=5)
-    gone = derive(4, deleted, state.apply(deleted))
+    assert derive(3, again, state.apply(again), ids) is None  # refused: no event
+    deleted = records.object_deleted(bucket="b", key="k", version_id=None, version_token="t3", at=5)
+    gone = derive(4, deleted, state.apply(deleted), ids)
     assert gone is not None and gone["type"] == "object.deleted" and gone["size_bytes"] == 3
 
 

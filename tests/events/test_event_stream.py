@@ -81,7 +81,8 @@ def summary(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def test_every_change_is_an_event_with_the_contract_fields(
     api: httpx.Client, bucket_name: str
 ) -> None:
-    assert api.post("/buckets", json={"name": bucket_name}).status_code == 201
+    created = api.post("/buckets", json={"name": bucket_name})
+    assert created.status_code == 201
     start = read_events_after_now(api, bucket_name)
     api.put(obj(bucket_name, "a"), content=b"hello")
     api.put(obj(bucket_name, "a"), content=b"hello again")
@@ -105,6 +106,7 @@ def test_every_change_is_an_event_with_the_contract_fields(
         "sequence",
         "type",
         "bucket",
+        "bucket_id",
         "key",
         "version_id",
         "size_bytes",
@@ -112,6 +114,7 @@ def test_every_change_is_an_event_with_the_contract_fields(
         "time",
     }
     assert first["bucket"] == bucket_name and first["version_id"] is None
+    assert {item["bucket_id"] for item in items} == {created.json()["bucket_id"]}
     assert first["size_bytes"] == 5 and first["etag"] == hashlib.sha256(b"hello").hexdigest()
     assert items[3]["version_id"] == version == items[5]["version_id"]
     assert items[4]["etag"] is None and items[4]["size_bytes"] == 0
@@ -158,7 +161,12 @@ def test_a_live_stream_delivers_new_events(api: httpx.Client, bucket_name: str) 
     assert json.loads(data[6:])["key"] == "live"
 
 
-@pytest.mark.parametrize("value", ["abc", "-1", "1" * 30, "١٢"])
+BAD_RESUME_POINTS = ["abc", "-1", "1" * 30, "1" * 19, "١٢", " 1", "1 ", "+1", "1_0", "0x1", ""]
+"""Not 1 to 18 ASCII digits (``service.common.numbers``): a sign, a space on either side, a
+19th digit, other scripts' digits, an underscore, hex, nothing."""
+
+
+@pytest.mark.parametrize("value", BAD_RESUME_POINTS)
 def test_a_bad_resume_point_is_invalid_argument(
     api: httpx.Client, bucket_name: str, value: str
 ) -> None:
@@ -166,6 +174,22 @@ def test_a_bad_resume_point_is_invalid_argument(
     status, body = open_stream(api, bucket_name, value)
     assert status == 400
     assert json.loads(body)["error"]["code"] == "InvalidArgument"
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1" * 19, "+1", "1_0", "1 1"])
+def test_a_bad_last_event_id_is_invalid_argument(
+    api: httpx.Client, bucket_name: str, value: str
+) -> None:
+    assert api.post("/buckets", json={"name": bucket_name}).status_code == 201
+    url = f"/buckets/{bucket_name}/events"
+    with api.stream("GET", url, headers={"Last-Event-ID": value}) as response:
+        assert response.status_code == 400
+        assert json.loads(response.read())["error"]["code"] == "InvalidArgument"
+
+
+def test_the_largest_resume_point_is_accepted(api: httpx.Client, bucket_name: str) -> None:
+    assert api.post("/buckets", json={"name": bucket_name}).status_code == 201
+    assert open_stream(api, bucket_name, "9" * 18) == (200, b"")
 
 
 def test_events_of_a_missing_bucket_are_404(api: httpx.Client) -> None:

@@ -3,31 +3,31 @@
 from __future__ import annotations
 
 import doctest
-import tarfile
 
 import pytest
 
 from service.common.api_errors import ApiError
+from service.http import batch_handlers
 from service.ops import batch
 from service.ops.batch import BatchLimits, member_intent
+from service.ops.tar_reader import Kind, Member
 
 LIMITS = BatchLimits(max_member_bytes=1000)
 
 
-def info(name: str, size: int = 3, kind: bytes = tarfile.REGTYPE, **pax: str) -> tarfile.TarInfo:
-    member = tarfile.TarInfo(name)
-    member.size, member.type, member.pax_headers = size, kind, pax
-    return member
+def info(name: str, size: int = 3, kind: Kind = Kind.FILE, refusal: str = "", **pax: str) -> Member:
+    return Member(name=name, kind=kind, size=size, records=pax, refusal=refusal)
 
 
-def refusal(member: tarfile.TarInfo) -> str:
+def refusal(member: Member) -> str:
     with pytest.raises(ApiError) as caught:
         member_intent("b", "p/", member, LIMITS)
     return caught.value.code
 
 
-def test_doctests() -> None:
-    failures, tried = doctest.testmod(batch)
+@pytest.mark.parametrize("module", [batch, batch_handlers])
+def test_doctests(module: object) -> None:
+    failures, tried = doctest.testmod(module)  # type: ignore[arg-type]
     assert failures == 0 and tried > 0
 
 
@@ -54,10 +54,16 @@ def test_pax_records_give_type_checksum_and_metadata() -> None:
 def test_what_a_put_would_refuse_is_refused() -> None:
     assert refusal(info("bad\x00key")) == "InvalidKey"
     assert refusal(info("x" * 1030)) == "InvalidKey"
-    assert refusal(info("link", kind=tarfile.SYMTYPE)) == "InvalidArgument"
-    assert refusal(info("fifo", kind=tarfile.FIFOTYPE)) == "InvalidArgument"
     assert refusal(info("big", 1001)) == "EntityTooLarge"
     assert refusal(info("t", **{"SERVICE.content_type": "not a type"})) == "InvalidArgument"
     assert refusal(info("c", **{"SERVICE.sha256": "abc"})) == "InvalidArgument"
     assert refusal(info("m", **{"SERVICE.meta.bad name": "v"})) == "InvalidArgument"
     assert refusal(info("m", **{"SERVICE.meta.x": "a\rb"})) == "InvalidArgument"
+
+
+def test_a_refused_kind_is_named_in_its_error() -> None:
+    with pytest.raises(ApiError) as caught:
+        member_intent("b", "", info("l", 0, Kind.REFUSED, "a symbolic link"), LIMITS)
+    assert caught.value.code == "InvalidArgument"
+    assert caught.value.message == "a symbolic link is not stored: only regular files are"
+    assert refusal(info("bad\x01key", 0, Kind.REFUSED, "a FIFO")) == "InvalidKey"  # key first

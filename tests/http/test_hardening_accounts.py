@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from service.http.caps import MAX_ACCESS_KEYS_PER_USER, MAX_OPEN_UPLOADS_PER_USER
+from service.limits.caps import MAX_ACCESS_KEYS_PER_USER, MAX_OPEN_UPLOADS_PER_USER
 from tests.http.test_buckets import assert_error
 from tests.serverproc import ServerProcess
 

@@ -18,7 +18,7 @@ import pytest
 
 from service.client import ServiceClient
 from service.config import Config
-from service.engine.core import Engine
+from service.engine.journaled import journaled_engine
 from service.ops.buckets import create_bucket
 from service.ops.objects import PutIntent, store_object
 from service.storage import StagingUpload
@@ -145,7 +145,7 @@ def test_optimize_thumbnails_and_presign_refuse_bad_fields(api: httpx.Client, va
 
 async def _store_unchecked(data_dir: Path) -> None:
     """Store what older versions accepted unchecked, past today's validation."""
-    engine = Engine(Config(data_dir=str(data_dir), durability="balanced"))
+    engine, _ = journaled_engine(Config(data_dir=str(data_dir), durability="balanced"))
     await engine.start()
     try:
         await create_bucket(engine, "u_legacy", {"name": "legacy"})

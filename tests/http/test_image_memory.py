@@ -8,16 +8,19 @@ server's own resident size barely moves and the workers are gone a few seconds l
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import pytest
 from PIL import Image
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests import process_leaks
 from tests.serverproc import ServerProcess
 
 SIDE = 5000
@@ -138,4 +141,37 @@ def test_render_workers_stop_with_the_server(
     deadline = time.monotonic() + 10
     while any(os.path.exists(f"/proc/{child}") for child in helpers):
         assert time.monotonic() < deadline, "a render worker outlived the server"
+        time.sleep(0.1)
+
+
+def test_render_workers_end_with_a_killed_server(
+    server_factory: Callable[..., ServerProcess], big_png: bytes
+) -> None:
+    """A SIGKILL (the OOM killer) cannot shut the pool down: the workers, the fork server
+    and multiprocessing's resource tracker must still end, not wait for ever."""
+    server = server_factory()
+    assert server.process is not None
+    pid = server.process.pid
+    with server.client() as api:
+        assert api.post("/buckets", json={"name": "killed"}).status_code == 201
+        assert api.put("/buckets/killed/objects/a.png", content=big_png).status_code == 200
+    with ThreadPoolExecutor(1) as pool:
+        rendering = pool.submit(
+            httpx.get,
+            f"{server.api}/buckets/killed/images/a.png",
+            params={"width": 900},
+            auth=server.auth,
+            timeout=60,
+        )
+        deadline = time.monotonic() + 30
+        while not (workers := [p for c in children(pid) for p in children(c)]):
+            assert time.monotonic() < deadline, "no render worker started"
+            time.sleep(0.05)
+        helpers = children(pid) + workers
+        server.kill()  # mid-render
+        with contextlib.suppress(httpx.HTTPError):
+            rendering.result()
+    deadline = time.monotonic() + 15
+    while left := [each for each in helpers if process_leaks.alive(each)]:
+        assert time.monotonic() < deadline, f"{left} outlived the killed server"
         time.sleep(0.1)

@@ -22,9 +22,7 @@ from service.common.header_fields import (
     validate_custom_metadata,
 )
 from service.common.numbers import MAX_DIGITS, bounded_int, require_int
-from service.http.caps import fold
 from service.http.conditions import ByteWindow, RangeResult, parse_range
-from service.http.cors import EXPOSED_HEADERS, CorsPolicy
 from service.http.json_body import (
     MAX_JSON_BYTES,
     MAX_JSON_DEPTH,
@@ -32,6 +30,8 @@ from service.http.json_body import (
     load_json_object,
     nesting_depth_exceeds,
 )
+from service.limits.caps import fold
+from service.limits.cors import EXPOSED_HEADERS, CorsPolicy
 
 # -- numbers -------------------------------------------------------------------------------
 

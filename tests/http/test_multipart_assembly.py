@@ -145,3 +145,32 @@ def test_after_a_restart_the_old_assembly_goes_and_complete_joins(
         done = complete(api, upload_id, etags)
         assert done.status_code == 200, done.text
         assert api.get(f"/buckets/{BUCKET}/objects/restarted").content == one + two
+
+
+def test_a_one_part_upload_completes_as_its_parts_own_file(server_factory: object) -> None:
+    """Without an assembly (a restart dropped it) a one-part upload's object is its part's
+    payload file itself, shared by reference (no copy, no second hash), and it outlives the
+    part's release."""
+    proc = server_factory()  # type: ignore[operator]
+    data = os.urandom(40_000)
+    with proc.client() as api:
+        assert api.post("/buckets", json={"name": BUCKET}).status_code == 201
+        upload_id = start(api, "one")
+        etag = put_part(api, upload_id, 1, data)
+        assert etag == hashlib.sha256(data).hexdigest()
+    proc.restart(crash=True)
+    files = payload_files(proc)
+    with proc.client() as api:
+        done = complete(api, upload_id, [(1, etag)])
+        assert done.status_code == 200, done.text
+        assert done.json()["etag"] == etag
+    proc.restart()  # the part's release is durable; the object's file is still held
+    with proc.client() as api:
+        assert api.get(f"/buckets/{BUCKET}/objects/one").content == data
+    assert payload_files(proc) == files
+    with proc.client() as api:
+        assert api.delete(f"/buckets/{BUCKET}/objects/one").status_code == 204
+
+
+def payload_files(server: ServerProcess) -> set[Path]:
+    return {path for path in server.data_dir.rglob("payloads/*/*/*") if path.is_file()}

@@ -36,6 +36,8 @@ def test_a_plain_get_sends_the_whole_body_with_every_contract_header() -> None:
         "Accept-Ranges": "bytes",
         "X-Version-Id": "v1",
         "X-Meta-colour": "blue",
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "sandbox",
         "Content-Length": "10",
     }
 

@@ -80,8 +80,8 @@ def test_stalled_upload_is_cut_off_and_cleaned(server_factory: ServerFactory) ->
         assert_error(api.get("/buckets/stall/objects/slow"), 404, "NoSuchKey")
 
 
-def test_upload_cap_answers_503_with_retry_after(server_factory: ServerFactory) -> None:
-    proc = server_factory(SERVICE_MAX_CONCURRENT_UPLOADS="1")
+def test_upload_cap_answers_503_with_retry_after_its_wait(server_factory: ServerFactory) -> None:
+    proc = server_factory(SERVICE_MAX_CONCURRENT_UPLOADS="1", SERVICE_QUEUE_WAIT="0.5")
     with proc.client() as api:
         api.post("/buckets", json={"name": "cap"})
         with socket.create_connection(("127.0.0.1", proc.port)) as sock:

@@ -1,5 +1,8 @@
 """Upload slots over HTTP: one user's slow uploads cannot take every slot, and an upload
-slower than ``SERVICE_MIN_BODY_RATE`` is cut even when it is never quite silent."""
+slower than ``SERVICE_MIN_BODY_RATE`` is cut even when it is never quite silent.
+
+A request over a cap waits ``SERVICE_QUEUE_WAIT`` (short here) before its refusal: 429 for
+the user's own cap, 503 for the server's total (``test_edge_caps.py`` has the waiting)."""
 
 from __future__ import annotations
 
@@ -47,6 +50,7 @@ def fair(server_factory: Callable[..., ServerProcess]) -> ServerProcess:
     return server_factory(
         SERVICE_MAX_CONCURRENT_UPLOADS="4",
         SERVICE_MAX_UPLOADS_PER_USER="2",
+        SERVICE_QUEUE_WAIT="0.5",
     )
 
 
@@ -72,13 +76,13 @@ def test_one_users_slow_uploads_leave_slots_for_everyone_else(
         wait_until(lambda: uploads_in_flight(api) == 2)
         with hog.client(fair) as as_hog:
             refused = as_hog.put("/buckets/hog-bucket/objects/third", content=b"abc")
-            assert_error(refused, 503, "ServiceUnavailable")
+            assert_error(refused, 429, "TooManyRequests")
             assert refused.headers["Retry-After"].isdigit()
             # The same user through a presigned URL counts against the same slots.
             url = as_hog.post(
                 "/presign", json={"bucket": "hog-bucket", "key": "p", "method": "PUT"}
             ).json()["url"]
-            assert_error(httpx.put(url, content=b"abc"), 503, "ServiceUnavailable")
+            assert_error(httpx.put(url, content=b"abc"), 429, "TooManyRequests")
         with other.client(fair) as as_other:
             put = as_other.put("/buckets/other-bucket/objects/fine", content=b"hello")
             assert put.status_code == 200, put.text
@@ -99,9 +103,9 @@ def test_the_total_cap_still_holds_across_users(fair: ServerProcess, api_of: htt
                 sock = open_upload(fair, account.auth, f"/buckets/cap-{number}/objects/{slot}")
                 stack.callback(sock.close)
         wait_until(lambda: uploads_in_flight(api) == 4)
-        assert_error(
-            api.put("/buckets/cap-0/objects/admin-too", content=b"x"), 503, "ServiceUnavailable"
-        )
+        busy = api.put("/buckets/cap-0/objects/admin-too", content=b"x")
+        assert_error(busy, 503, "ServiceUnavailable")
+        assert busy.headers["Retry-After"].isdigit()
 
 
 def test_an_upload_below_the_minimum_rate_is_cut(

@@ -10,7 +10,7 @@ change nothing, or, with no race, accepted.
 
 from __future__ import annotations
 
-from service.meta import MetaState, ObjectVersion, events
+from service.meta import MetaState, ObjectVersion, records
 from service.meta.lifecycle_state import EXPIRE, LONE_MARKER, NONCURRENT, is_due, judgment
 from service.meta.outcome import Outcome
 from tests.meta.factory import Factory, applied
@@ -27,11 +27,11 @@ def state_with(f: Factory, *, versioning: bool) -> MetaState:
 
 def judged_delete(
     f: Factory, state: MetaState, key: str, kind: str, version: ObjectVersion, cutoff: int
-) -> events.Event:
+) -> records.Event:
     """The record the pass journals for ``version`` (asserting the pass would judge it due)."""
     history = state.object_versions("b", key)
     assert is_due(kind, history, history.index(version), cutoff)
-    return events.object_deleted(
+    return records.object_deleted(
         bucket="b",
         key=key,
         version_id=None if kind == EXPIRE else (version.version_id or "null"),
@@ -41,7 +41,7 @@ def judged_delete(
     )
 
 
-def refused_unchanged(state: MetaState, event: events.Event) -> Outcome:
+def refused_unchanged(state: MetaState, event: records.Event) -> Outcome:
     before = state.freeze()
     usage = state.bucket_usage("b")
     outcome = state.apply(event)
@@ -225,14 +225,14 @@ def test_lifecycle_abort_only_closes_a_session_older_than_its_cutoff() -> None:
     started = f.start("big")
     applied(state, started)
     applied(state, f.part(started["upload_id"], 1))
-    young = events.upload_aborted(
+    young = records.upload_aborted(
         upload_id=started["upload_id"], reason="expired", at=f.at(), created_before=started["at"]
     )
     before = state.freeze()
     outcome = state.apply(young)
     assert outcome.error_code == "PreconditionFailed"
     assert state.freeze() == before
-    due = events.upload_aborted(
+    due = records.upload_aborted(
         upload_id=started["upload_id"], reason="expired", at=f.at(), created_before=f.now
     )
     applied(state, due)
@@ -245,7 +245,7 @@ def test_lifecycle_abort_loses_to_a_completion_applied_first() -> None:
     started = f.start("big")
     applied(state, started)
     applied(state, f.part(started["upload_id"], 1))
-    abort = events.upload_aborted(
+    abort = records.upload_aborted(
         upload_id=started["upload_id"], reason="expired", at=f.at(), created_before=f.now
     )
     applied(state, f.complete(started["upload_id"], [1]))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from service.media.image_budget import FIXED_BYTES, MemoryBudget, estimate_render_bytes
-from service.media.images import ImageParams, SourceInfo
+from service.media.image_params import ImageParams
+from service.media.images import SourceInfo
 
 MP49 = 7000 * 7000
 

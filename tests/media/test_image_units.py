@@ -13,17 +13,10 @@ from PIL import Image
 
 import service.http.image_handlers as http_images
 from fsseam.simfs import CRASH_MODES, ManualClock, SimFileSystem
-from service.media import images
+from service.media import image_params, images
 from service.media.image_cache import CachedVariant, ImageCache, variant_key
-from service.media.images import (
-    ImageParameterError,
-    ImageParams,
-    ImageTooLargeError,
-    UndecodableImageError,
-    parse_json,
-    parse_query,
-    render,
-)
+from service.media.image_params import ImageParameterError, ImageParams, parse_json, parse_query
+from service.media.images import ImageTooLargeError, UndecodableImageError, render
 
 BLUE, RED, GREEN = (20, 20, 220), (220, 20, 20), (20, 200, 20)
 CACHE = "/data/cache/images"
@@ -46,7 +39,7 @@ def near(pixel: Any, colour: tuple[int, ...], tolerance: int = 40) -> bool:
     return all(abs(a - b) <= tolerance for a, b in zip(pixel, colour, strict=False))
 
 
-@pytest.mark.parametrize("module", [images, http_images])
+@pytest.mark.parametrize("module", [images, image_params, http_images])
 def test_doctests_pass(module: Any) -> None:
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
@@ -94,7 +87,7 @@ def test_the_cache_token_is_canonical() -> None:
 
 
 def test_a_format_pillow_cannot_write_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(images.features, "check", lambda name: False)
+    monkeypatch.setattr(image_params.features, "check", lambda name: False)
     with pytest.raises(ImageParameterError, match="cannot encode avif"):
         parse_query({"format": "avif"})
     assert parse_query({"format": "jpeg"}).format == "jpeg"

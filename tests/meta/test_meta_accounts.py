@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from service.engine.key_usage import KeyUsage
-from service.meta import AccessKey, MetaState, User, events
+from service.meta import AccessKey, MetaState, User, records
 from tests.meta.factory import applied
 
 
-def user(user_id: str, username: str, at: int = 1) -> events.Event:
-    return events.user_created(
+def user(user_id: str, username: str, at: int = 1) -> records.Event:
+    return records.user_created(
         user_id=user_id, username=username, password_hash="$argon2id$x", role="user", at=at
     )
 
 
-def key(key_id: str, user_id: str, at: int = 2) -> events.Event:
-    return events.access_key_created(
+def key(key_id: str, user_id: str, at: int = 2) -> records.Event:
+    return records.access_key_created(
         access_key_id=key_id, user_id=user_id, name="laptop", secret_digest="d" * 64, at=at
     )
 
@@ -48,9 +48,9 @@ def test_user_update_changes_the_named_fields() -> None:
     state = MetaState()
     applied(state, user("u1", "ada"))
     changes = {"status": "disabled", "role": "admin", "password_hash": "$argon2id$y"}
-    updated = applied(state, events.user_updated(user_id="u1", changes=changes, at=9)).value
+    updated = applied(state, records.user_updated(user_id="u1", changes=changes, at=9)).value
     assert updated == User("u1", "ada", "$argon2id$y", "admin", "disabled", 1, 9)
-    missing = events.user_updated(user_id="u9", changes={"role": "user"}, at=9)
+    missing = records.user_updated(user_id="u9", changes={"role": "user"}, at=9)
     assert state.apply(missing).error_code == "NoSuchUser"
 
 
@@ -60,11 +60,11 @@ def test_deleting_a_user_deletes_its_access_keys_only() -> None:
     applied(state, user("u2", "bob"))
     applied(state, key("bk_1", "u1"))
     applied(state, key("bk_2", "u2"))
-    applied(state, events.user_deleted(user_id="u1", at=5))
+    applied(state, records.user_deleted(user_id="u1", at=5))
     assert state.get_user("u1") is None and state.user_by_username("ada") is None
     assert state.get_access_key("bk_1") is None
     assert [k.access_key_id for k in state.list_access_keys()] == ["bk_2"]
-    assert state.apply(events.user_deleted(user_id="u1", at=6)).error_code == "NoSuchUser"
+    assert state.apply(records.user_deleted(user_id="u1", at=6)).error_code == "NoSuchUser"
     applied(state, user("u3", "ada"))
 
 
@@ -81,13 +81,13 @@ def test_access_key_status_changes_and_deletion() -> None:
     state = MetaState()
     applied(state, user("u1", "ada"))
     applied(state, key("bk_1", "u1"))
-    revoke = events.access_key_updated(access_key_id="bk_1", status="revoked", at=7)
+    revoke = records.access_key_updated(access_key_id="bk_1", status="revoked", at=7)
     revoked = applied(state, revoke).value
     assert isinstance(revoked, AccessKey) and (revoked.status, revoked.updated_at) == ("revoked", 7)
-    applied(state, events.access_key_deleted(access_key_id="bk_1", at=8))
+    applied(state, records.access_key_deleted(access_key_id="bk_1", at=8))
     assert state.get_access_key("bk_1") is None
     assert state.apply(revoke).error_code == "NoSuchAccessKey"
-    gone = events.access_key_deleted(access_key_id="bk_1", at=9)
+    gone = records.access_key_deleted(access_key_id="bk_1", at=9)
     assert state.apply(gone).error_code == "NoSuchAccessKey"
 
 
@@ -117,10 +117,10 @@ def test_uses_are_pending_until_an_access_keys_used_event_makes_them_durable() -
     assert batch == {"bk_1": 100}
     assert usage.pending(state) == batch
     usage.touch("bk_1", 120)
-    applied(state, events.access_keys_used(last_used=batch, at=110))
+    applied(state, records.access_keys_used(last_used=batch, at=110))
     assert state.key_last_used("bk_1") == 100
     assert usage.pending(state) == {"bk_1": 120}
-    applied(state, events.access_keys_used(last_used={"bk_1": 120, "bk_gone": 5}, at=130))
+    applied(state, records.access_keys_used(last_used={"bk_1": 120, "bk_gone": 5}, at=130))
     assert usage.pending(state) == {}
     assert state.key_last_used("bk_1") == usage.last_used(state, "bk_1") == 120
 
@@ -131,7 +131,7 @@ def test_a_deleted_keys_uses_are_dropped_from_the_batch() -> None:
     applied(state, user("u1", "ada"))
     applied(state, key("bk_1", "u1"))
     usage.touch("bk_1", 100)
-    applied(state, events.access_key_deleted(access_key_id="bk_1", at=101))
+    applied(state, records.access_key_deleted(access_key_id="bk_1", at=101))
     assert usage.pending(state) == {}
 
 
@@ -139,7 +139,7 @@ def test_only_journaled_last_use_survives_a_rebuild() -> None:
     state = MetaState()
     applied(state, user("u1", "ada"))
     applied(state, key("bk_1", "u1"))
-    applied(state, events.access_keys_used(last_used={"bk_1": 50}, at=60))
+    applied(state, records.access_keys_used(last_used={"bk_1": 50}, at=60))
     rebuilt = MetaState.restore(state.freeze())
     assert rebuilt.key_last_used("bk_1") == 50
     assert rebuilt == state

@@ -10,7 +10,8 @@ def test_created_bucket_carries_its_settings() -> None:
     f, state = Factory(), MetaState()
     event = f.bucket("photos", versioning=True, quota=100, owner="u7", tags={"team": "ml"})
     bucket = applied(state, event).value
-    assert bucket == Bucket("photos", "u7", 100, True, {"team": "ml"}, event["at"], event["at"])
+    at, bucket_id = event["at"], event["bucket_id"]
+    assert bucket == Bucket("photos", "u7", 100, True, {"team": "ml"}, at, at, bucket_id)
     assert state.get_bucket("photos") == bucket
     assert state.bucket_usage("photos") == Usage(0, 0)
 
@@ -30,7 +31,9 @@ def test_update_changes_only_the_named_fields() -> None:
     assert isinstance(created, Bucket)
     event = f.update("b", versioning_enabled=True)
     updated = applied(state, event).value
-    assert updated == Bucket("b", "u1", 5, True, {"a": "1"}, created.created_at, event["at"])
+    assert updated == Bucket(
+        "b", "u1", 5, True, {"a": "1"}, created.created_at, event["at"], created.bucket_id
+    )
     applied(state, f.update("b", quota_bytes=None, tags={}))
     bucket = state.get_bucket("b")
     assert bucket is not None and (bucket.quota_bytes, bucket.tags) == (None, {})

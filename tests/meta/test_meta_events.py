@@ -10,30 +10,32 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.common.api_errors import STATUS_BY_CODE
-from service.meta import ERROR_CODES, MetaState, events
+from service.meta import ERROR_CODES, MetaState, records
 from tests.meta.factory import Factory, applied
 
 
-def every_event(f: Factory) -> list[events.Event]:
+def every_event(f: Factory) -> list[records.Event]:
     """One event of each type, in an order where each applies cleanly."""
     start = f.start()
     upload_id = start["upload_id"]
     job = f.job()
     job_id = job["job_id"]
     share = f.share(job_id)
+    bucket = f.bucket()
+    locked = f.put("held", bucket="lk")
     return [
-        events.server_initialized(server_id="srv-1", at=f.at()),
-        events.user_created(user_id="u1", username="ada", password_hash="h", role="admin", at=1),
-        events.access_key_created(
+        records.server_initialized(server_id="srv-1", at=f.at()),
+        records.user_created(user_id="u1", username="ada", password_hash="h", role="admin", at=1),
+        records.access_key_created(
             access_key_id="bk_1", user_id="u1", name="n", secret_digest="d", at=2
         ),
-        events.access_keys_used(last_used={"bk_1": 3}, at=4),
-        events.access_key_updated(access_key_id="bk_1", status="revoked", at=5),
-        events.access_key_deleted(access_key_id="bk_1", at=6),
-        events.user_updated(user_id="u1", changes={"status": "disabled"}, at=7),
-        f.bucket(),
+        records.access_keys_used(last_used={"bk_1": 3}, at=4),
+        records.access_key_updated(access_key_id="bk_1", status="revoked", at=5),
+        records.access_key_deleted(access_key_id="bk_1", at=6),
+        records.user_updated(user_id="u1", changes={"status": "disabled"}, at=7),
+        bucket,
         f.update(tags={"k": "v"}),
-        events.lifecycle_configured(
+        records.lifecycle_configured(
             bucket="b",
             rules=[
                 {
@@ -46,12 +48,14 @@ def every_event(f: Factory) -> list[events.Event]:
                 }
             ],
             at=f.at(),
+            bucket_id=bucket["bucket_id"],
         ),
-        events.notifications_configured(
+        records.notifications_configured(
             bucket="b",
             webhooks=[{"id": "w", "url": "http://h/", "events": [], "prefix": "", "secret": "s"}],
             after_sequence=3,
             at=f.at(),
+            bucket_id=bucket["bucket_id"],
         ),
         f.put("k"),
         f.delete("k"),
@@ -59,21 +63,27 @@ def every_event(f: Factory) -> list[events.Event]:
         f.part(upload_id, 1),
         f.complete(upload_id, [1]),
         f.start(),
-        events.upload_aborted(upload_id=f"up{f.serial:06d}", reason="expired", at=f.at()),
+        records.upload_aborted(upload_id=f"up{f.serial:06d}", reason="expired", at=f.at()),
         job,
         *f.job_done(job_id),
+        fleet_job := f.job(),
+        *f.fleet_done(fleet_job["job_id"]),
         share,
-        events.video_share_revoked(share_id=share["share_id"], reason="revoked", at=f.at()),
-        events.video_job_deleted(job_id=job_id, at=f.at()),
+        records.video_share_revoked(share_id=share["share_id"], reason="revoked", at=f.at()),
+        records.video_job_deleted(job_id=job_id, at=f.at()),
         f.drop_bucket(force=True),
-        events.user_deleted(user_id="u1", at=8),
+        f.lock_bucket(),
+        locked,
+        f.retention("held", locked["version_token"], "governance", f.now + 60_000),
+        f.legal_hold("held", locked["version_token"], True),
+        records.user_deleted(user_id="u1", at=8),
     ]
 
 
 def test_every_event_type_has_a_constructor_whose_event_applies() -> None:
     state = MetaState()
     built = every_event(Factory())
-    assert {event["type"] for event in built} == events.EVENT_TYPES
+    assert {event["type"] for event in built} == records.EVENT_TYPES
     for event in built:
         applied(state, event)
     assert state.server_id == "srv-1"
@@ -88,11 +98,11 @@ def test_events_survive_a_msgpack_round_trip_unchanged() -> None:
 
 def test_constructors_refuse_fields_no_event_may_carry() -> None:
     with pytest.raises(ValueError):
-        events.bucket_updated(name="b", changes={"owner": "u2"}, at=1)
+        records.bucket_updated(name="b", changes={"owner": "u2"}, at=1)
     with pytest.raises(ValueError):
-        events.user_updated(user_id="u1", changes={"username": "x"}, at=1)
+        records.user_updated(user_id="u1", changes={"username": "x"}, at=1)
     with pytest.raises(ValueError):
-        events.upload_aborted(upload_id="up", reason="bored", at=1)
+        records.upload_aborted(upload_id="up", reason="bored", at=1)
 
 
 def test_rejection_codes_are_codes_of_the_wire_contract() -> None:
@@ -101,8 +111,8 @@ def test_rejection_codes_are_codes_of_the_wire_contract() -> None:
 
 def test_a_second_server_initialized_is_refused() -> None:
     state = MetaState()
-    applied(state, events.server_initialized(server_id="one", at=1))
-    assert state.apply(events.server_initialized(server_id="two", at=2)).error_code == (
+    applied(state, records.server_initialized(server_id="one", at=1))
+    assert state.apply(records.server_initialized(server_id="two", at=2)).error_code == (
         "InvalidState"
     )
     assert state.server_id == "one"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.meta import MetaState, events
+from service.meta import MetaState, records
 from tests.meta.factory import Factory, applied
 
 
@@ -64,7 +64,7 @@ def test_a_processing_job_may_be_processed_again_after_a_restart() -> None:
 def test_updates_and_deletes_of_unknown_jobs_are_refused() -> None:
     f, state, _ = state_with_job()
     assert state.apply(f.job_update("nope", "processing")).error_code == "NoSuchJob"
-    assert state.apply(events.video_job_deleted(job_id="nope", at=1)).error_code == "NoSuchJob"
+    assert state.apply(records.video_job_deleted(job_id="nope", at=1)).error_code == "NoSuchJob"
     assert state.apply(f.share("nope")).error_code == "NoSuchJob"
 
 
@@ -83,11 +83,11 @@ def test_shares_are_revoked_once_and_go_with_their_job() -> None:
         first["share_id"],
         second["share_id"],
     ]
-    revoke = events.video_share_revoked(share_id=first["share_id"], reason="revoked", at=f.at())
+    revoke = records.video_share_revoked(share_id=first["share_id"], reason="revoked", at=f.at())
     applied(state, revoke)
     assert state.apply(revoke).error_code == "NoSuchShare"
     assert state.media.share(first["share_id"]) is None
-    applied(state, events.video_job_deleted(job_id=job_id, at=f.at()))
+    applied(state, records.video_job_deleted(job_id=job_id, at=f.at()))
     assert state.media.job(job_id) is None
     assert state.media.share(second["share_id"]) is None
     assert state.media.shares_of(job_id) == []
@@ -150,12 +150,110 @@ def test_a_malformed_job_event_changes_nothing() -> None:
 
 def test_event_constructors_refuse_values_no_event_may_carry() -> None:
     with pytest.raises(ValueError):
-        events.video_job_updated(
+        records.video_job_updated(
             job_id="j", status="paused", progress=0.0, outputs={}, error=None, at=1
         )
     with pytest.raises(ValueError):
-        events.video_job_updated(
+        records.video_job_updated(
             job_id="j", status="queued", progress=2.0, outputs={}, error=None, at=1
         )
     with pytest.raises(ValueError):
-        events.video_share_revoked(share_id="s", reason="bored", at=1)
+        records.video_share_revoked(share_id="s", reason="bored", at=1)
+
+
+# -- media fleet attempts ------------------------------------------------------------------
+
+
+def started(f: Factory, job_id: str, attempt: int, worker: str = "w1") -> records.Event:
+    return records.video_attempt_started(
+        job_id=job_id, attempt=attempt, worker=worker, host="h", at=f.at()
+    )
+
+
+def ended(f: Factory, job_id: str, attempt: int) -> records.Event:
+    return records.video_attempt_ended(
+        job_id=job_id, attempt=attempt, reason="lease_expired", at=f.at()
+    )
+
+
+def accepted_(f: Factory, job_id: str, attempt: int) -> records.Event:
+    return records.video_attempt_accepted(
+        job_id=job_id, attempt=attempt, uploads={"hls/master.m3u8": "u1"}, at=f.at()
+    )
+
+
+def finished(f: Factory, job_id: str, attempt: int, status: str = "completed") -> records.Event:
+    return records.video_attempt_finished(
+        job_id=job_id,
+        attempt=attempt,
+        status=status,
+        outputs={"hls": "videos/hls/master.m3u8"} if status == "completed" else {},
+        error=None if status == "completed" else "broken",
+        at=f.at(),
+    )
+
+
+def test_attempts_run_one_at_a_time_in_order_and_each_counts() -> None:
+    f, state, job_id = state_with_job()
+    assert state.apply(started(f, job_id, 2)).error_code == "InvalidState"  # not the next
+    applied(state, started(f, job_id, 1, "w1"))
+    job = state.media.job(job_id)
+    assert job is not None and (job.status, job.attempts, job.worker, job.active) == (
+        "processing",
+        1,
+        "w1",
+        True,
+    )
+    assert state.apply(started(f, job_id, 2)).error_code == "InvalidState"  # 1 still runs
+    applied(state, ended(f, job_id, 1))
+    job = state.media.job(job_id)
+    assert job is not None and (job.status, job.attempts, job.active) == ("queued", 1, False)
+    # The lost attempt can neither end again, be accepted nor finish.
+    for stale in (ended(f, job_id, 1), accepted_(f, job_id, 1), finished(f, job_id, 1)):
+        assert state.apply(stale).error_code == "InvalidState"
+    applied(state, started(f, job_id, 2, "w2"))
+    applied(state, accepted_(f, job_id, 2))
+    job = state.media.job(job_id)
+    assert job is not None and job.publishing == {"hls/master.m3u8": "u1"} and not job.active
+    assert state.apply(ended(f, job_id, 2)).error_code == "InvalidState"  # accepted: no lease
+    applied(state, finished(f, job_id, 2))
+    job = state.media.job(job_id)
+    assert job is not None
+    assert (job.status, job.attempts, job.worker, job.progress) == ("completed", 2, "w2", 1.0)
+    assert job.publishing is None and job.outputs == {"hls": "videos/hls/master.m3u8"}
+    # Exactly once: nothing moves a finished job.
+    for late in (finished(f, job_id, 2), started(f, job_id, 3), accepted_(f, job_id, 2)):
+        assert state.apply(late).error_code == "InvalidState"
+
+
+def test_an_attempt_completes_only_once_accepted_but_may_fail_while_running() -> None:
+    f, state, job_id = state_with_job()
+    applied(state, started(f, job_id, 1))
+    assert state.apply(finished(f, job_id, 1)).error_code == "InvalidState"
+    applied(state, finished(f, job_id, 1, "failed"))
+    job = state.media.job(job_id)
+    assert job is not None and (job.status, job.error, job.active) == ("failed", "broken", False)
+
+
+def test_the_embedded_runner_counts_its_start_as_an_attempt() -> None:
+    _, state, job_id = state_with_job("completed")
+    job = state.media.job(job_id)
+    assert job is not None and (job.attempts, job.worker, job.active) == (1, None, False)
+
+
+def test_attempt_records_replay_to_the_same_state_through_a_snapshot() -> None:
+    from service.meta.snapshot import decode_snapshot, encode_snapshot
+
+    f, state, job_id = state_with_job()
+    other = f.job()
+    applied(state, other)
+    applied(state, started(f, job_id, 1))
+    applied(state, started(f, other["job_id"], 1))
+    applied(state, accepted_(f, other["job_id"], 1))
+    restored = decode_snapshot(encode_snapshot(state))
+    assert restored == state
+    tail = [ended(f, job_id, 1), started(f, job_id, 2), finished(f, other["job_id"], 1)]
+    for event in tail:
+        applied(state, event)
+        applied(restored, event)
+    assert restored == state and decode_snapshot(encode_snapshot(restored)) == state

@@ -14,8 +14,8 @@ from service.meta import (
     SnapshotFormatError,
     decode_snapshot,
     encode_snapshot,
-    events,
     freeze,
+    records,
 )
 from service.meta.model import ObjectVersion
 from service.meta.snapshot import decode_image, stream_image
@@ -25,7 +25,7 @@ from tests.meta.factory import Factory, applied
 def busy_state() -> tuple[Factory, MetaState]:
     """A state with something of everything: versions, markers, uploads, users, counters."""
     f, state = Factory(), MetaState()
-    applied(state, events.server_initialized(server_id="srv", at=f.at()))
+    applied(state, records.server_initialized(server_id="srv", at=f.at()))
     applied(state, f.bucket("plain", quota=1000, tags={"env": "test"}))
     applied(state, f.bucket("vers", versioning=True))
     for key in ("z", "a/1", "a/2", "\u00e9t\u00e9"):
@@ -37,15 +37,15 @@ def busy_state() -> tuple[Factory, MetaState]:
     applied(state, f.part(start["upload_id"], 2))
     applied(
         state,
-        events.user_created(user_id="u1", username="ada", password_hash="h", role="admin", at=1),
+        records.user_created(user_id="u1", username="ada", password_hash="h", role="admin", at=1),
     )
     applied(
         state,
-        events.access_key_created(
+        records.access_key_created(
             access_key_id="bk_1", user_id="u1", name="n", secret_digest="d", at=2
         ),
     )
-    applied(state, events.access_keys_used(last_used={"bk_1": 42}, at=43))
+    applied(state, records.access_keys_used(last_used={"bk_1": 42}, at=43))
     queued, done = f.job(bucket="plain"), f.job("b.mp4", bucket="vers", prefix="out/")
     applied(state, queued)
     applied(state, done)
@@ -109,7 +109,7 @@ def test_the_restored_state_keeps_applying_events() -> None:
         f.delete("a/1", bucket="plain"),
         f.job_update(queued.job_id, "processing"),
         f.share(done.job_id),
-        events.video_share_revoked(
+        records.video_share_revoked(
             share_id=state.media.shares_of(done.job_id)[0].share_id, reason="expired", at=f.at()
         ),
         f.drop_bucket("vers", force=True),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.meta import MetaState, decode_snapshot, encode_snapshot, events
+from service.meta import MetaState, decode_snapshot, encode_snapshot, records
 from tests.meta.factory import Factory, applied
 
 RULE = {
@@ -18,11 +18,16 @@ HOOK = {"id": "w", "url": "http://127.0.0.1:1/", "events": [], "prefix": "", "se
 
 def configured(f: Factory, **hooks: dict[str, object]) -> MetaState:
     state = MetaState()
-    applied(state, f.bucket())
-    applied(state, events.lifecycle_configured(bucket="b", rules=[RULE], at=f.at()))
+    created = f.bucket()
+    applied(state, created)
+    bucket_id = created["bucket_id"]
+    rules = records.lifecycle_configured(bucket="b", rules=[RULE], at=f.at(), bucket_id=bucket_id)
+    applied(state, rules)
     applied(
         state,
-        events.notifications_configured(bucket="b", webhooks=[HOOK], after_sequence=7, at=f.at()),
+        records.notifications_configured(
+            bucket="b", webhooks=[HOOK], after_sequence=7, at=f.at(), bucket_id=bucket_id
+        ),
     )
     return state
 
@@ -45,8 +50,12 @@ def test_a_webhook_keeps_its_start_when_reconfigured_and_a_new_one_starts_later(
     f = Factory()
     state = configured(f)
     other = {**HOOK, "id": "x"}
-    event = events.notifications_configured(
-        bucket="b", webhooks=[HOOK, other], after_sequence=20, at=f.at()
+    event = records.notifications_configured(
+        bucket="b",
+        webhooks=[HOOK, other],
+        after_sequence=20,
+        at=f.at(),
+        bucket_id=state.bucket_id_of("b") or "",
     )
     applied(state, event)
     assert [h.start_after for h in state.notifications.webhooks("b")] == [7, 20]
@@ -63,8 +72,13 @@ def test_deleting_the_bucket_forgets_its_rules_and_webhooks() -> None:
 
 def test_configuring_a_missing_bucket_or_a_malformed_rule_is_rejected() -> None:
     state = MetaState()
-    outcome = state.apply(events.lifecycle_configured(bucket="nope", rules=[RULE], at=1))
+    missing = "bkt_" + "0" * 24
+    outcome = state.apply(
+        records.lifecycle_configured(bucket="nope", rules=[RULE], at=1, bucket_id=missing)
+    )
     assert not outcome.ok and outcome.error_code == "NoSuchBucket"
     bad = {**RULE, "expire_after_days": -1}
-    outcome = state.apply(events.lifecycle_configured(bucket="nope", rules=[bad], at=1))
+    outcome = state.apply(
+        records.lifecycle_configured(bucket="nope", rules=[bad], at=1, bucket_id=missing)
+    )
     assert not outcome.ok and state.anomalies() == {"malformed:LifecycleConfigured": 1}

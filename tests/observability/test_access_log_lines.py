@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from service.observability.access_log import (
+    FinishedRequest,
     LogfmtFormatter,
     configure_logging,
     log_access,
@@ -84,7 +85,8 @@ def access(**overrides: object) -> None:
         "remote": "127.0.0.1",
     }
     fields.update(overrides)
-    log_access(**fields)  # type: ignore[arg-type]
+    logger = fields.pop("logger", None)
+    log_access(FinishedRequest(**fields), logger)  # type: ignore[arg-type]
 
 
 def test_access_line_carries_every_field_in_order(log_stream: io.StringIO) -> None:

@@ -29,10 +29,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.serverproc import ServerProcess
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
-STEADY = {"service_read_only": 0.0, "service_build_info": 1.0}
+STEADY = {"service_read_only": 0.0, "service_build_info": 1.0, "service_archive_failing": 0.0}
 """Documented metrics that must not move under a healthy workload, with their value.
 ``service_read_only`` turns 1 only after a journal fault (tests/observability/
-test_metrics_exposition.py and the crash suite cover that)."""
+test_metrics_exposition.py and the crash suite cover that); ``service_archive_failing`` only
+while the archive target fails (tests/archive covers that)."""
 
 
 def documented_metrics() -> list[str]:
@@ -64,9 +65,11 @@ def totals(server: ServerProcess) -> dict[str, float]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    root = tmp_path_factory.mktemp("metrics")
     proc = ServerProcess(
-        tmp_path_factory.mktemp("metrics") / "data",
+        root / "data",
         env_overrides={
+            "SERVICE_ARCHIVE": str(root / "archive"),
             "SERVICE_GC_INTERVAL": "0.5",
             "SERVICE_SNAPSHOT_INTERVAL": "0.5",
             "SERVICE_STAGING_TTL": "2",

@@ -15,6 +15,7 @@ def test_every_exported_name_exists_and_nothing_else_is_promised() -> None:
             "OTHER_BUCKET",
             "OTHER_ROUTE",
             "BucketUsage",
+            "FinishedRequest",
             "LogfmtFormatter",
             "Metrics",
             "PerformanceRecorder",

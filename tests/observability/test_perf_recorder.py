@@ -208,3 +208,21 @@ def test_negative_or_nan_values_are_refused(arguments: tuple[int, float, float])
     with pytest.raises(ValueError):
         recorder.record_get(*arguments)
     assert recorder.snapshot()["get"]["count"] == 0
+
+
+def test_objects_stored_without_a_put_count_as_puts_without_latency_samples() -> None:
+    clock = ManualClock()
+    recorder = PerformanceRecorder(window_seconds=60, clock=clock)
+    put(recorder, size=100)
+    before = recorder.snapshot()["put"]["latency_ms"]
+    recorder.record_stored(3, 3000)  # a batch of three members
+    snapshot = recorder.snapshot()
+    window, since_start = snapshot["put"], snapshot["since_start"]["put"]
+    assert (window["count"], window["bytes"]) == (4, 3100)
+    assert (since_start["count"], since_start["bytes"]) == (4, 3100)
+    assert window["latency_samples"] == 1
+    assert window["latency_ms"] == before  # the percentiles are the PUT request's alone
+    clock.advance(61)
+    assert recorder.snapshot()["put"]["count"] == 0  # they leave the window as PUTs do
+    with pytest.raises(ValueError):
+        recorder.record_stored(-1, 0)

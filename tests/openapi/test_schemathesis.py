@@ -19,9 +19,11 @@ from tests.openapi import strun
 from tests.serverproc import ServerProcess
 
 
-@pytest.fixture
-def live_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    server = ServerProcess(tmp_path / "data")
+# One serving process and several: answers must match the document with either (a field
+# only several processes add is a schema violation that one process never shows).
+@pytest.fixture(params=["1", "3"], ids=["one-process", "three-processes"])
+def live_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
+    server = ServerProcess(tmp_path / "data", env_overrides={"SERVICE_WORKERS": request.param})
     server.start()
     yield server
     server.stop()

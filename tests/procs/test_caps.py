@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from service.http.caps import MAX_OPEN_UPLOADS_PER_USER
+from service.limits.caps import MAX_OPEN_UPLOADS_PER_USER
 from tests.procs.prockit import answering_process
 from tests.serverproc import ServerProcess
 

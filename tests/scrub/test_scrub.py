@@ -143,35 +143,43 @@ def test_only_an_admin_starts_a_scrub(api: httpx.Client, scrub_server: ServerPro
 def test_a_pass_interrupted_by_a_sigkill_continues_where_it_was(
     server_factory: Callable[..., ServerProcess],
 ) -> None:
-    proc = server_factory(SERVICE_SCRUB_RATE_MBPS="0.004", **QUIET)
+    # At 200 bytes a second the first two objects take 0.5 s and 1 s, the six others 10 s
+    # each: the pass is surely still running for the test's next requests, and a restarted
+    # pass checks nothing new for 10 s, however slow a loaded machine makes the test.
+    proc = server_factory(SERVICE_SCRUB_RATE_MBPS="0.0002", **QUIET)
+    checkpoint = proc.data_dir / "scrub.json"
     with proc.client() as api:
         assert api.post("/buckets", json={"name": "slow-scrub"}).status_code == 201
-        for number in range(8):
-            api.put(obj("slow-scrub", f"k{number}"), content=bytes([number]) * 2000)
+        for number, size in enumerate([100, 200] + [2000] * 6):
+            stored = api.put(obj("slow-scrub", f"k{number}"), content=bytes([number]) * size)
+            assert stored.status_code == 200, stored.text
         assert api.post("/system/scrub").status_code == 202
         busy = api.post("/system/scrub")
         assert busy.status_code == 409 and busy.json()["error"]["code"] == "InvalidState"
-        time.sleep(2.5)
-        before = api.get("/system/scrub").json()
-        assert before["state"] == "running" and 1 <= before["objects_checked"] < 8
-        # Read again just before the kill: the pass goes on meanwhile (2 objects a second),
-        # and the checkpoint the restart finds may be one written after ``before``.
-        at_kill = api.get("/system/scrub").json()["objects_checked"]
+        deadline = time.monotonic() + 30
+        while (saved := json.loads(checkpoint.read_text()))["objects_checked"] < 1:
+            assert time.monotonic() < deadline, "the pass never checkpointed its progress"
+            time.sleep(0.05)
+        before = api.get("/system/scrub").json()  # the live count: at or past the checkpoint
+        assert before["state"] == "running" and saved["running"]
+        assert saved["objects_checked"] <= before["objects_checked"] < 8
         proc.kill()
     proc.start()
     with proc.client() as api:
         resumed = api.get("/system/scrub").json()
         assert resumed["state"] == "running"
         assert resumed["started_at"] == before["started_at"]
-        # The counts of the last checkpoint (at most a second behind), not a new pass's.
-        assert before["objects_checked"] <= at_kill
-        assert 1 <= resumed["objects_checked"] <= at_kill
+        # The counts of the last checkpoint, not a new pass's.
+        assert saved["objects_checked"] <= resumed["objects_checked"] <= before["objects_checked"]
+    proc.restart(extra_env={"SERVICE_SCRUB_RATE_MBPS": "50"})  # stopped mid-pass: it goes on
+    with proc.client() as api:
         deadline = time.monotonic() + 30
         while (doc := api.get("/system/scrub").json())["state"] == "running":
             assert time.monotonic() < deadline
             time.sleep(0.1)
+    assert doc["started_at"] == before["started_at"]
     assert doc["finished_at"] and doc["corrupt"] == []
-    # Continued from the checkpoint's cursor with its counts: 8 in all (one may be read twice).
+    # Continued from each checkpoint's cursor with its counts: 8 in all (one may be read twice).
     assert 8 <= doc["objects_checked"] <= 9
 
 

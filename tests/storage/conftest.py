@@ -70,6 +70,9 @@ class RecordingFileSystem(RealFileSystem):
         """Threads that wrote or fsynced a file."""
         self.write_delay = 0.0
         """Seconds each write takes on top of the real one: a disk slower than the client."""
+        self.fsync_dir_delay = 0.0
+        """Seconds each directory fsync takes on top of the real one: a disk whose metadata
+        flush is slow, so that callers arriving meanwhile find one running."""
         self._lock = threading.Lock()
 
     def record(self, kind: str, path: str) -> None:
@@ -107,6 +110,7 @@ class RecordingFileSystem(RealFileSystem):
 
     def fsync_dir(self, path: str) -> None:
         self.record("fsync_dir", path)
+        time.sleep(self.fsync_dir_delay)
         super().fsync_dir(path)
 
     def mkdir(self, path: str) -> None:

@@ -9,7 +9,7 @@ import hashlib
 
 import pytest
 
-from fsseam.fs import make_dirs_durably
+from fsseam.durable import make_dirs_durably
 from fsseam.simfs import SimFileSystem
 from service.multipart import operations as multipart
 from service.storage import PayloadIntegrity, direct

@@ -18,6 +18,7 @@ from typing import Any
 from journal import Journal, JournalOptions
 from service.config import Config
 from service.engine.core import Engine
+from service.engine.journaled import JournalCommitter, journaled_engine
 from service.index.opening import INDEX_DIRNAME
 from service.meta import MetaState, decode_snapshot
 from service.meta.model import Usage
@@ -56,14 +57,14 @@ async def commit_all(engine: Engine, events: list[dict[str, Any]]) -> None:
         await engine.commit(event)
 
 
-async def abandon(engine: Engine) -> None:
+async def abandon(engine: Engine, journal: JournalCommitter) -> None:
     """Leave the engine as a SIGKILL would: no final snapshot, no clean marks."""
     for task in engine._background:
         task.cancel()
     await asyncio.gather(*engine._background, return_exceptions=True)
-    assert engine.journal is not None and engine.index is not None
-    await engine.journal.close()  # what was written stays, as the page cache keeps it
-    engine.index.close()
+    assert journal.journal is not None and journal.index is not None
+    await journal.journal.close()  # what was written stays, as the page cache keeps it
+    journal.index.close()
     engine.events.close()
     engine.executor.shutdown(wait=True)
 
@@ -77,13 +78,13 @@ def test_usage_and_references_resume_from_the_index_as_the_journal_says(tmp_path
     history += [f.start("big"), f.delete("v", bucket="c")]
 
     async def main() -> None:
-        engine = Engine(config(tmp_path))
+        engine, journal = journaled_engine(config(tmp_path))
         await engine.start()
         await commit_all(engine, history[:6])
-        await engine.snapshot()
+        await journal.snapshot()
         await commit_all(engine, history[6:])
-        await abandon(engine)  # the index holds everything; the snapshot only the start
-        again = Engine(config(tmp_path))
+        await abandon(engine, journal)  # the index holds everything; the snapshot only the start
+        again, _ = journaled_engine(config(tmp_path))
         await again.start()
         assert counters(again.state) == counters(truth(tmp_path))
         assert again.state.bucket_usage("b") == Usage(5, 10 + 99 + 13 + 14 + 15)
@@ -113,7 +114,7 @@ def test_another_process_reads_usage_and_state_from_the_open_index(tmp_path: Pat
     f = Factory()
 
     async def main() -> None:
-        engine = Engine(config(tmp_path))
+        engine, journal = journaled_engine(config(tmp_path))
         await engine.start()
         await commit_all(engine, [f.bucket("b"), f.put("x", size=3), f.put("y", size=4)])
         reader = await asyncio.to_thread(
@@ -123,12 +124,12 @@ def test_another_process_reads_usage_and_state_from_the_open_index(tmp_path: Pat
             check=True,
             cwd=REPO,
         )
-        assert engine.journal is not None
+        assert journal.journal is not None
         assert json.loads(reader.stdout) == {
             "usage": [2, 7],
             "buckets": ["b"],
             "keys": ["x", "y"],
-            "applied": engine.journal.stats().last_sequence,
+            "applied": journal.journal.stats().last_sequence,
             "rest": True,
         }
         await engine.stop()
@@ -146,13 +147,13 @@ def test_after_an_unclean_stop_only_payloads_after_the_checkpoint_are_verified(
         event["payload_id"] = new_payload_id()  # a real id, naming no file
 
     async def main() -> None:
-        engine = Engine(config(tmp_path, "balanced"))
+        engine, journal = journaled_engine(config(tmp_path, "balanced"))
         await engine.start()
         await commit_all(engine, before)
-        await engine.checkpoint()  # fsyncs what those records name (nothing: no files here)
+        await journal.checkpoint()  # fsyncs what those records name (nothing: no files here)
         await commit_all(engine, after)
-        await abandon(engine)
-        again = Engine(config(tmp_path, "balanced"))
+        await abandon(engine, journal)
+        again, _ = journaled_engine(config(tmp_path, "balanced"))
         await again.start()
         # The payloads of the records after the checkpoint are verified: their files are
         # missing, so they are quarantined; those before it are not looked at.

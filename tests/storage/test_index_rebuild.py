@@ -79,7 +79,9 @@ def test_a_rebuild_streams_the_snapshot_in_a_fraction_of_a_whole_decode(
     finally:
         tracemalloc.stop()
     assert len(whole.objects["plain"][0]) == OBJECTS - 200
-    assert streamed_peak < 4 * 1024 * 1024
+    # One batch of keys (``REBUILD_BATCH``) and a read chunk: 4.34 MB since bucket rows carry
+    # their identity and lock fields (4.1 MB before); the claim is the next line's fraction.
+    assert streamed_peak < 5 * 1024 * 1024
     assert streamed_peak * 4 < decoded_peak - baseline
     assert encode_snapshot(state) == snapshot_bytes
     memory = ObjectIndex()

@@ -18,7 +18,7 @@ import pytest
 
 from journal import Journal, JournalOptions
 from service.config import Config
-from service.engine.core import Engine
+from service.engine.journaled import journaled_engine
 from service.index.opening import INDEX_DIRNAME, MARKER_FILENAME
 from service.meta import MetaState, decode_snapshot, encode_snapshot
 from tests.meta.factory import Factory
@@ -45,19 +45,19 @@ def journal_truth(data_dir: Path) -> bytes:
 
 async def run(data_dir: Path, events: list[dict[str, Any]], *, snapshot: bool = False) -> bytes:
     """Start an engine, commit ``events``, optionally snapshot, stop; its state's bytes."""
-    engine = Engine(config(data_dir))
+    engine, journal = journaled_engine(config(data_dir))
     await engine.start()
     for event in events:
         await engine.commit(event)
     if snapshot:
-        await engine.snapshot()
+        await journal.snapshot()
     state = encode_snapshot(engine.state)
     await engine.stop()
     return state
 
 
 async def started_state(data_dir: Path) -> bytes:
-    engine = Engine(config(data_dir))
+    engine, _ = journaled_engine(config(data_dir))
     await engine.start()
     state = encode_snapshot(engine.state)
     await engine.stop()

@@ -66,12 +66,20 @@ def test_gc_with_zero_grace_collects_every_unreferenced_payload(store: PayloadSt
     assert list(store.list_payload_ids()) == [kept]
 
 
+def misplaced(payload_id: str) -> str:
+    """``payload_id`` with another first byte: an id whose file sits in the wrong leaf."""
+    return ("00" if payload_id.startswith("ff") else "ff") + payload_id[2:]
+
+
+# A random kept id starts with "ff" once in 256 runs: that case is pinned, beside a random one.
+@pytest.mark.parametrize("kept_id", [None, "ff" + "0123456789abcde" * 2])
 def test_gc_removes_old_junk_names_and_misplaced_ids_but_keeps_young_junk(
-    store: PayloadStore, now: float
+    store: PayloadStore, now: float, kept_id: str | None
 ) -> None:
-    kept = make_payload(store)
+    kept = make_payload(store, payload_id=kept_id)
     leaf = store.layout.payload_dir(kept)
-    misplaced_id = "ff" + kept[2:]
+    misplaced_id = misplaced(kept)
+    assert misplaced_id != kept
     paths = {
         "old_junk": os.path.join(leaf, "tmp.12345"),
         "young_junk": os.path.join(leaf, "editor~"),

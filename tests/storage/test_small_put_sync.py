@@ -16,6 +16,7 @@ from fsseam.fs import FsSync, RealFileSystem
 from service.common.api_errors import ApiError
 from service.config import Config
 from service.engine.core import Engine
+from service.engine.journaled import journaled_engine
 from service.ops import buckets, objects
 from service.ops.objects import PutIntent
 from service.storage import PayloadIntegrity, PayloadStore
@@ -69,7 +70,7 @@ def config(data_dir: Path) -> Config:
 
 
 async def started(tmp_path: Path, fs: SyncRecordingFileSystem) -> Engine:
-    engine = Engine(config(tmp_path / "data"), fs=fs)
+    engine, _ = journaled_engine(config(tmp_path / "data"), fs=fs)
     await engine.start()
     await buckets.create_bucket(engine, "u_test", {"name": "bkt"})
     return engine

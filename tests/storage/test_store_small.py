@@ -66,6 +66,10 @@ def test_a_failed_write_or_fsync_leaves_nothing_and_reraises(tmp_path: str, fail
 def test_concurrent_strict_promotes_share_directory_fsyncs(tmp_path: str) -> None:
     fs = RecordingFileSystem()
     fs.write_delay = 0.002
+    # A directory fsync slower than a write: while one runs, the other threads' promotes land
+    # and wait for the next. Without it a tmpfs fsync ends before anyone arrives, and whether
+    # two ever meet is up to the scheduler (CI saw 48 of 48 unshared on a loaded machine).
+    fs.fsync_dir_delay = 0.03
     store = PayloadStore(str(tmp_path), fs=fs, durability="strict")
     bodies = [os.urandom(512) for _ in range(48)]
     ids = [store.next_payload_id() for _ in bodies]

@@ -18,7 +18,7 @@ __all__ = ["commands"]
 
 @click.group(name="admin")
 def admin_group() -> None:
-    """Administer a server: users, access keys, bucket settings."""
+    """Administer a server: users, access keys, bucket settings, the audit log."""
 
 
 @admin_group.group(name="user")
@@ -238,6 +238,66 @@ def bucket_set(
     with about(path):
         bucket = app.bucket(remote).update(**changes)  # type: ignore[arg-type]
     app.output.result(bucket, f"Updated `{remote}`.")
+
+
+@admin_group.command(name="audit")
+@click.argument("alias")
+@click.option("--verify", is_flag=True, help="Check the hash chain instead of listing.")
+@click.option("--since", default=0, type=click.IntRange(min=0), help="After this sequence.")
+@click.option("--limit", default=100, type=click.IntRange(min=1), show_default=True)
+@click.option("--bucket", help="Only records of this bucket.")
+@click.option("--user", "user_id", help="Only records of this user id.")
+@pass_app
+def audit(
+    app: App,
+    alias: str,
+    verify: bool,
+    since: int,
+    limit: int,
+    bucket: str | None,
+    user_id: str | None,
+) -> None:
+    """The audit log of ALIAS: who did what, refusals included (admins).
+
+    \b
+    Examples:
+      svc admin audit local --bucket photos --limit 20
+      svc admin audit local --verify
+    """
+    client = app.client(_alias(app, alias))
+    if verify:
+        with about(alias):
+            outcome = client.verify_audit()
+        if outcome.ok:
+            text = (
+                f"ok: {outcome.records} records, {outcome.first_sequence} to "
+                f"{outcome.last_sequence}, the chain holds"
+            )
+            app.output.result(outcome, text)
+            return
+        app.output.result(outcome, None)
+        raise CliError(
+            alias, f"AuditChainBroken: record {outcome.first_bad_sequence} fails verification", 1
+        )
+    records = []
+    with about(alias):
+        for record in client.audit_records(since=since, bucket=bucket, user_id=user_id):
+            records.append(record)
+            if len(records) >= limit:
+                break
+    rows = [
+        (
+            str(r.sequence),
+            timestamp(r.time),
+            r.principal.get("user_id") or "-",
+            r.action,
+            str(r.status),
+            "/".join(part for part in (r.bucket, r.key) if part) or r.path,
+        )
+        for r in records
+    ]
+    columns = ("seq", "time", "user", "action", "status", "target")
+    app.output.table(columns, rows, records)
 
 
 def commands() -> list[click.Command]:

@@ -20,7 +20,11 @@ def video_group() -> None:
 
 def _job_line(job: Job) -> str:
     outputs = " ".join(f"{kind}={key}" for kind, key in sorted(job.outputs.items()))
-    return f"{job.job_id}\t{job.status}\t{job.progress:.0%}\t{job.bucket}/{job.key}\t{outputs}"
+    where = f"attempt {job.attempts}" + (f" on {job.worker}" if job.worker else "")
+    return (
+        f"{job.job_id}\t{job.status}\t{job.progress:.0%}\t{where}\t{job.bucket}/{job.key}"
+        f"\t{outputs}"
+    )
 
 
 @video_group.command(name="thumbnail")

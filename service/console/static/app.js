@@ -13,6 +13,7 @@ import { dashboardView } from "./views/dashboard.js";
 import { usersView } from "./views/users.js";
 import { keysView } from "./views/keys.js";
 import { watchView } from "./views/watch.js";
+import { auditView } from "./views/audit.js";
 import { uploadsPanel } from "./uploads.js";
 
 const root = document.getElementById("app");
@@ -25,6 +26,7 @@ const routes = [
   [/^\/buckets\/([^/]+)\/object$/, (m, q) => objectView(decodeURIComponent(m[1]), q.get("key") || "")],
   [/^\/dashboard$/, () => dashboardView(), { admin: true }],
   [/^\/users$/, () => usersView(), { admin: true }],
+  [/^\/audit$/, () => auditView(), { admin: true }],
   [/^\/keys$/, () => keysView()],
 ];
 
@@ -72,7 +74,8 @@ function renderShell(path, content) {
     navLink("#/buckets", "Buckets", "▤", path),
     navLink("#/keys", "Access keys", "◈", path),
     session.isAdmin ? navLink("#/users", "Users", "☺", path) : null,
-    session.isAdmin ? navLink("#/dashboard", "Dashboard", "◔", path) : null);
+    session.isAdmin ? navLink("#/dashboard", "Dashboard", "◔", path) : null,
+    session.isAdmin ? navLink("#/audit", "Audit log", "☷", path) : null);
   const menu = h("button", { type: "button", class: "btn btn-icon menu-toggle", "aria-label": "Menu",
     "aria-controls": "sidebar", "aria-expanded": "false" }, "☰");
   menu.addEventListener("click", () => {

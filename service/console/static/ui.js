@@ -131,11 +131,14 @@ export function copyable(label, value) {
     }, { icon: "⧉" }));
 }
 
-export function toast(message, kind = "info") {
+/** A short note; it goes after a few seconds, or, given `until` (a promise), when that settles. */
+export function toast(message, kind = "info", { until } = {}) {
   const region = document.getElementById("toasts");
   const item = h("div", { class: `toast toast-${kind}`, text: message });
   region.append(item);
-  setTimeout(() => item.remove(), kind === "error" ? 8000 : 4000);
+  if (until) until.finally(() => item.remove());
+  else setTimeout(() => item.remove(), kind === "error" ? 8000 : 4000);
+  return item;
 }
 
 export function spinner(label = "Loading") {

@@ -29,17 +29,27 @@ export function onUploaded(listener) {
   return () => finishedListeners.delete(listener);
 }
 
-/** Queues files: `entries` are { file, path } where path is relative (folders keep theirs). */
+/** Queues files: `entries` are { file, path } where path is relative (folders keep theirs).
+ *  Resolves with their states ("done", "failed" or "cancelled") once each first ended. */
 export function enqueue(bucket, prefix, entries) {
+  const ended = [];
   for (const { file, path } of entries) {
-    items.push({
+    const item = {
       id: nextId++, file, bucket, key: prefix + path, status: "queued", loaded: 0,
-      error: "", aborts: new Set(), uploadId: null, row: null,
-    });
+      error: "", aborts: new Set(), uploadId: null, row: null, ended: null,
+    };
+    ended.push(new Promise((resolve) => { item.ended = resolve; }));
+    items.push(item);
   }
   collapsed = false;
   pump();
   draw();
+  return Promise.all(ended);
+}
+
+function settle(item) {
+  if (item.ended) item.ended(item.status);
+  item.ended = null;
 }
 
 function pump() {
@@ -67,6 +77,7 @@ async function start(item) {
   }
   drawItem(item);
   drawSummary();
+  settle(item);
   pump();
 }
 
@@ -159,6 +170,7 @@ function progress(item, loaded) {
 }
 
 function cancel(item) {
+  const waiting = item.status === "queued";
   item.status = "cancelled";
   for (const abort of [...item.aborts]) abort();
   if (item.uploadId) {
@@ -167,6 +179,7 @@ function cancel(item) {
   }
   drawItem(item);
   drawSummary();
+  if (waiting) settle(item); // a running one settles when its attempt ends
   pump();
 }
 

@@ -98,8 +98,8 @@ export function browserView(bucket, query) {
       const name = folder.slice(prefix.length);
       rows.push(h("tr", { class: "folder-row" },
         h("th", { scope: "row", "data-label": "Name" },
-          h("a", { href: folderHref(bucket, folder), class: "entry" },
-            h("span", { class: "icon folder", "aria-hidden": "true", text: "▰" }), name)),
+          h("span", { class: "entry" }, h("span", { class: "icon folder", "aria-hidden": "true", text: "▰" }),
+            h("a", { href: folderHref(bucket, folder), text: name }))),
         h("td", { "data-label": "Size", text: "Folder" }), h("td", { "data-label": "Type", text: "—" }),
         h("td", { "data-label": "Modified", text: "—" }), h("td", {})));
     }
@@ -109,8 +109,9 @@ export function browserView(bucket, query) {
       const icon = h("span", { class: "icon", "aria-hidden": "true", text: fileIcon(object.content_type) });
       if (object.content_type.startsWith("image/")) thumbnails.push({ bucket, key: object.key, icon });
       rows.push(h("tr", {},
+        // The icon sits beside the link, not in it: the link's text, and name, is the key's.
         h("th", { scope: "row", "data-label": "Name" },
-          h("a", { href: objectHref(bucket, object.key), class: "entry" }, icon, name)),
+          h("span", { class: "entry" }, icon, h("a", { href: objectHref(bucket, object.key), text: name }))),
         h("td", { "data-label": "Size", text: formatBytes(object.size_bytes) }),
         h("td", { "data-label": "Type", class: "muted", text: object.content_type }),
         h("td", { "data-label": "Modified", text: formatDate(object.updated_at) }),
@@ -152,8 +153,16 @@ export function browserView(bucket, query) {
 
   const startUpload = (entries) => {
     if (!entries.length) return;
-    enqueue(bucket, prefix, entries);
-    toast(`Uploading ${entries.length} file${entries.length === 1 ? "" : "s"} to ${bucket}/${prefix}`);
+    const files = `${entries.length} file${entries.length === 1 ? "" : "s"}`;
+    const ended = enqueue(bucket, prefix, entries);
+    // The note lasts as long as the uploads, then says how they ended.
+    toast(`Uploading ${files} to ${bucket}/${prefix}`, "info", { until: ended });
+    ended.then((states) => {
+      const failed = states.filter((state) => state === "failed").length;
+      const done = states.filter((state) => state === "done").length;
+      if (failed) toast(`${failed} of ${files} failed to upload: see Uploads`, "error");
+      else if (done) toast(`Uploaded ${done === entries.length ? files : `${done} of ${files}`} to ${bucket}/${prefix}`);
+    });
   };
   const filesInput = h("input", { type: "file", multiple: true, id: "upload-files", class: "visually-hidden",
     onchange: () => { startUpload([...filesInput.files].map((file) => ({ file, path: file.name }))); filesInput.value = ""; } });

@@ -93,7 +93,8 @@ export function dashboardView() {
         h("div", { class: "grid-2" },
           h("section", { class: "card", "aria-labelledby": "put-title" },
             h("h2", { id: "put-title", text: "Uploads (PUT)" }),
-            h("p", { class: "figures" }, h("strong", { text: perf.put.count.toLocaleString() }), ` requests · ${formatBytes(perf.put.bytes)} · ${formatBytes(perf.put.throughput_bytes_per_second)}/s`),
+            // Every object stored counts: PUTs, each file of a batch upload, each multipart upload.
+            h("p", { class: "figures" }, h("strong", { text: perf.put.count.toLocaleString() }), ` objects stored · ${formatBytes(perf.put.bytes)} · ${formatBytes(perf.put.throughput_bytes_per_second)}/s`),
             latencyTable(`PUT latency over the last ${perf.window_seconds} s (bars: p50 dark, p99 light)`, perf.put.latency_ms)),
           h("section", { class: "card", "aria-labelledby": "get-title" },
             h("h2", { id: "get-title", text: "Downloads (GET)" }),

@@ -10,6 +10,7 @@ import {
 } from "../ui.js";
 import { presignDialog } from "./links.js";
 import { videoPanel, isVideo } from "./video.js";
+import { lockSection } from "./lock.js";
 
 function crumbs(bucket, key) {
   const parts = key.split("/");
@@ -71,7 +72,9 @@ function versionsSection(bucket, key, onChange) {
         h("tbody", {}, versions.map((version) => h("tr", {},
           h("td", { "data-label": "Version", class: "mono" }, version.version_id,
             version.is_latest ? [" ", badge("latest", "ok")] : null,
-            version.is_delete_marker ? [" ", badge("delete marker", "warn")] : null),
+            version.is_delete_marker ? [" ", badge("delete marker", "warn")] : null,
+            version.retention ? [" ", badge(`${version.retention.mode} until ${formatDate(version.retention.retain_until)}`, "warn")] : null,
+            version.legal_hold ? [" ", badge("legal hold", "warn")] : null),
           h("td", { "data-label": "Size", text: version.is_delete_marker ? "—" : formatBytes(version.size_bytes) }),
           h("td", { "data-label": "Modified", text: formatDate(version.updated_at || version.created_at) }),
           h("td", {}, version.is_delete_marker ? null : h("button", { type: "button", class: "btn btn-small",
@@ -105,10 +108,12 @@ export function objectView(bucket, key) {
   const page = h("section", { class: "page" }, crumbs(bucket, key), details);
   const load = async () => {
     let object;
+    let bucketInfo;
     try {
       const listed = await api("GET", bucketPath(bucket, "/objects"), { query: { prefix: key, limit: 1 } });
       object = listed.objects.find((o) => o.key === key);
       if (!object) throw new Error("this object does not exist (it may have been deleted)");
+      bucketInfo = await api("GET", bucketPath(bucket));
     } catch (err) {
       replace(details, h("h1", { text: name }), h("p", { class: "form-error", role: "alert", text: err.message }),
         h("a", { href: folderHref(bucket, parent), text: "Back to the folder" }));
@@ -137,7 +142,9 @@ export function objectView(bucket, key) {
           isVideo(object) ? videoPanel(bucket, key) : null,
           !image && !isVideo(object) ? h("section", { class: "card" }, h("p", { class: "muted", text: "No preview for this type of file." })) : null,
           versionsSection(bucket, key, load)),
-        h("section", { class: "card", "aria-labelledby": "details-title" }, h("h2", { id: "details-title", text: "Details" }), metadataList(object))));
+        h("div", { class: "stack" },
+          h("section", { class: "card", "aria-labelledby": "details-title" }, h("h2", { id: "details-title", text: "Details" }), metadataList(object)),
+          lockSection(bucket, key, object, bucketInfo, load))));
   };
   load();
   return page;

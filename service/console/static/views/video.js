@@ -42,6 +42,7 @@ function thumbnails(bucket, key) {
 
 export function videoPanel(bucket, key) {
   const status = h("p", { class: "muted", role: "status" });
+  const runner = h("p", { class: "muted", "aria-label": "Packaging worker", hidden: true });
   const bar = progressBar("Packaging progress");
   bar.hidden = true;
   const stage = h("div", { class: "player-stage" });
@@ -70,6 +71,10 @@ export function videoPanel(bucket, key) {
     const words = { queued: "Waiting to be packaged", processing: `Packaging… ${percent}%`,
       completed: "Packaged for streaming (HLS)", failed: `Packaging failed: ${job.error || "unknown error"}` };
     status.textContent = words[job.status] || job.status;
+    // Which run this is and where it runs: a media fleet worker, or the server itself.
+    runner.hidden = !job.attempts;
+    runner.textContent = `Attempt ${job.attempts || 0}, ` +
+      (job.worker ? `on worker ${job.worker}` : "in the server");
     replace(actions,
       job.status === "completed" ? button("Play", () => play(job), { kind: "primary", icon: "▶" }) : null,
       job.status === "completed" ? button("Share video", () => shareDialog(job), { icon: "⚭" }) : null,
@@ -122,6 +127,6 @@ export function videoPanel(bucket, key) {
 
   return h("section", { class: "card", "aria-labelledby": "video-title" },
     h("h2", { id: "video-title", text: "Video" }),
-    stage, status, bar, actions,
+    stage, status, runner, bar, actions,
     h("h3", { text: "Thumbnails" }), thumbnails(bucket, key));
 }

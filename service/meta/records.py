@@ -1,15 +1,17 @@
-"""Metadata events: their type names and typed constructors.
+"""Journal records: their type names and typed constructors.
 
-Every metadata change is one of these plain dicts, appended to the journal and then applied
-by ``MetaState.apply`` (at run time and, identically, at replay). They hold only values
-msgpack can carry (str, int, bool, None, list, dict), timestamps as int milliseconds since
-the epoch in ``at``, and never a clock read or a random draw of their own: everything
-``apply`` needs to be deterministic is inside the event.
+Every metadata change is one record: one of these plain dicts (the body the journal stores,
+``journal.Record.event``), appended to the journal and then applied by ``MetaState.apply``
+through the one applier (``service.engine.applier``, at run time and at replay). They hold
+only values msgpack can carry (str, int, bool, None, list, dict), timestamps as int
+milliseconds since the epoch in ``at``, and never a clock read or a random draw of their
+own: everything ``apply`` needs to be deterministic is inside the record. (The object
+notifications clients see, derived from some records, are "events": ``service.events``.)
 
-Names are past tense: an event records what was decided, and ``apply`` re-checks the
-conditions it depends on (a bucket may be gone by the time an ``ObjectStored`` is applied).
+Names are past tense: a record says what was decided, and ``apply`` re-checks the conditions
+it depends on (a bucket may be gone by the time an ``ObjectStored`` is applied).
 
-The constructors raise ``ValueError`` for an argument no event may carry (an unknown change
+The constructors raise ``ValueError`` for an argument no record may carry (an unknown change
 field, an unknown abort reason): that is a bug of the caller, caught before journaling.
 
 Thread-safety: pure functions and constants, safe from any thread.
@@ -21,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 Event = dict[str, Any]
-"""An event as appended to the journal and handed to ``MetaState.apply``."""
+"""A record's body, as appended to the journal and handed to ``MetaState.apply``."""
 
 SERVER_INITIALIZED = "ServerInitialized"
 BUCKET_CREATED = "BucketCreated"
@@ -43,10 +45,16 @@ ACCESS_KEYS_USED = "AccessKeysUsed"
 VIDEO_JOB_CREATED = "VideoJobCreated"
 VIDEO_JOB_UPDATED = "VideoJobUpdated"
 VIDEO_JOB_DELETED = "VideoJobDeleted"
+VIDEO_ATTEMPT_STARTED = "VideoAttemptStarted"
+VIDEO_ATTEMPT_ENDED = "VideoAttemptEnded"
+VIDEO_ATTEMPT_ACCEPTED = "VideoAttemptAccepted"
+VIDEO_ATTEMPT_FINISHED = "VideoAttemptFinished"
 VIDEO_SHARE_CREATED = "VideoShareCreated"
 VIDEO_SHARE_REVOKED = "VideoShareRevoked"
 LIFECYCLE_CONFIGURED = "LifecycleConfigured"
 NOTIFICATIONS_CONFIGURED = "NotificationsConfigured"
+OBJECT_RETENTION_SET = "ObjectRetentionSet"
+OBJECT_LEGAL_HOLD_SET = "ObjectLegalHoldSet"
 
 EVENT_TYPES = frozenset(
     {
@@ -70,18 +78,34 @@ EVENT_TYPES = frozenset(
         VIDEO_JOB_CREATED,
         VIDEO_JOB_UPDATED,
         VIDEO_JOB_DELETED,
+        VIDEO_ATTEMPT_STARTED,
+        VIDEO_ATTEMPT_ENDED,
+        VIDEO_ATTEMPT_ACCEPTED,
+        VIDEO_ATTEMPT_FINISHED,
         VIDEO_SHARE_CREATED,
         VIDEO_SHARE_REVOKED,
         LIFECYCLE_CONFIGURED,
         NOTIFICATIONS_CONFIGURED,
+        OBJECT_RETENTION_SET,
+        OBJECT_LEGAL_HOLD_SET,
     }
 )
 
-BUCKET_CHANGE_FIELDS = frozenset({"quota_bytes", "versioning_enabled", "tags"})
+BUCKET_CHANGE_FIELDS = frozenset(
+    {
+        "quota_bytes",
+        "versioning_enabled",
+        "tags",
+        "default_retention_mode",
+        "default_retention_days",
+    }
+)
 USER_CHANGE_FIELDS = frozenset({"password_hash", "status", "role"})
 ABORT_REASONS = frozenset({"aborted", "expired"})
 JOB_STATUSES = ("queued", "processing", "completed", "failed")
 SHARE_REVOKE_REASONS = frozenset({"revoked", "expired"})
+ATTEMPT_END_REASONS = frozenset({"lease_expired", "cancelled"})
+"""Why a fleet attempt ended without a verdict: its lease lapsed, or its job was deleted."""
 
 
 def _only(changes: Mapping[str, Any], allowed: frozenset[str]) -> dict[str, Any]:
@@ -104,9 +128,17 @@ def bucket_created(
     versioning_enabled: bool,
     tags: Mapping[str, str],
     at: int,
+    bucket_id: str | None,
+    object_lock_enabled: bool = False,
+    default_retention_mode: str | None = None,
+    default_retention_days: float | None = None,
 ) -> Event:
-    """A bucket was created, owned by the user ``owner``."""
-    return {
+    """A bucket was created, owned by the user ``owner``, with the identity ``bucket_id``
+    (``service.meta.identity``; None writes a record as versions before identities did,
+    whose identity is derived). With ``object_lock_enabled`` (carried only then) its
+    versioning stays on for good and new versions may get the default retention
+    (``service.meta.lock_policy``)."""
+    event: Event = {
         "type": BUCKET_CREATED,
         "name": name,
         "owner": owner,
@@ -115,6 +147,13 @@ def bucket_created(
         "tags": dict(tags),
         "at": at,
     }
+    if bucket_id is not None:
+        event["bucket_id"] = bucket_id
+    if object_lock_enabled:
+        event["object_lock_enabled"] = True
+        event["default_retention_mode"] = default_retention_mode
+        event["default_retention_days"] = default_retention_days
+    return event
 
 
 def bucket_updated(*, name: str, changes: Mapping[str, Any], at: int) -> Event:
@@ -384,6 +423,71 @@ def video_job_deleted(*, job_id: str, at: int) -> Event:
     return {"type": VIDEO_JOB_DELETED, "job_id": job_id, "at": at}
 
 
+def video_attempt_started(*, job_id: str, attempt: int, worker: str, host: str, at: int) -> Event:
+    """Fleet worker ``worker`` (on ``host``) claimed attempt ``attempt`` of a job (the next
+    one) and holds its lease: the job is ``processing`` on it."""
+    return {
+        "type": VIDEO_ATTEMPT_STARTED,
+        "job_id": job_id,
+        "attempt": attempt,
+        "worker": worker,
+        "host": host,
+        "at": at,
+    }
+
+
+def video_attempt_ended(*, job_id: str, attempt: int, reason: str, at: int) -> Event:
+    """A fleet attempt ended without a verdict (``ATTEMPT_END_REASONS``); the job waits for
+    its next attempt, ``queued``."""
+    if reason not in ATTEMPT_END_REASONS:
+        raise ValueError(f"unknown attempt end reason {reason!r}")
+    return {
+        "type": VIDEO_ATTEMPT_ENDED,
+        "job_id": job_id,
+        "attempt": attempt,
+        "reason": reason,
+        "at": at,
+    }
+
+
+def video_attempt_accepted(
+    *, job_id: str, attempt: int, uploads: Mapping[str, str], at: int
+) -> Event:
+    """The server accepted a fleet attempt's completion: ``uploads`` maps each output name
+    to the multipart session holding it; the server now completes them (publishing)."""
+    return {
+        "type": VIDEO_ATTEMPT_ACCEPTED,
+        "job_id": job_id,
+        "attempt": attempt,
+        "uploads": dict(uploads),
+        "at": at,
+    }
+
+
+def video_attempt_finished(
+    *,
+    job_id: str,
+    attempt: int,
+    status: str,
+    outputs: Mapping[str, str],
+    error: str | None,
+    at: int,
+) -> Event:
+    """A fleet attempt's verdict: ``completed`` once its outputs are published (``outputs``
+    as in ``video_job_updated``), or ``failed`` with the worker's reason."""
+    if status not in ("completed", "failed"):
+        raise ValueError(f"an attempt finishes completed or failed, not {status!r}")
+    return {
+        "type": VIDEO_ATTEMPT_FINISHED,
+        "job_id": job_id,
+        "attempt": attempt,
+        "status": status,
+        "outputs": dict(outputs),
+        "error": error,
+        "at": at,
+    }
+
+
 def video_share_created(
     *, share_id: str, job_id: str, created_by: str, expires_at: int, at: int
 ) -> Event:
@@ -405,31 +509,81 @@ def video_share_revoked(*, share_id: str, reason: str, at: int) -> Event:
     return {"type": VIDEO_SHARE_REVOKED, "share_id": share_id, "reason": reason, "at": at}
 
 
-def lifecycle_configured(*, bucket: str, rules: Sequence[Mapping[str, Any]], at: int) -> Event:
+def lifecycle_configured(
+    *, bucket: str, rules: Sequence[Mapping[str, Any]], at: int, bucket_id: str
+) -> Event:
     """A bucket's lifecycle rules were replaced (an empty list removes them all).
 
     Each rule is the normalised document of ``service.meta.lifecycle_state.LifecycleRule``.
+    ``bucket_id`` is the identity of the bucket the request was accepted for: applied to
+    another bucket of that name (deleted and created again meanwhile), the record is refused.
     """
     return {
         "type": LIFECYCLE_CONFIGURED,
         "bucket": bucket,
+        "bucket_id": bucket_id,
         "rules": [dict(r) for r in rules],
         "at": at,
     }
 
 
 def notifications_configured(
-    *, bucket: str, webhooks: Sequence[Mapping[str, Any]], after_sequence: int, at: int
+    *,
+    bucket: str,
+    webhooks: Sequence[Mapping[str, Any]],
+    after_sequence: int,
+    at: int,
+    bucket_id: str,
 ) -> Event:
     """A bucket's webhooks were replaced (an empty list removes them all).
 
     A webhook new to the bucket delivers the events after ``after_sequence`` (the journal's
     last sequence when the request was accepted); one that keeps its id keeps its cursor.
+    ``bucket_id`` as for ``lifecycle_configured``: never another bucket's webhooks.
     """
     return {
         "type": NOTIFICATIONS_CONFIGURED,
         "bucket": bucket,
+        "bucket_id": bucket_id,
         "webhooks": [dict(w) for w in webhooks],
         "after_sequence": after_sequence,
+        "at": at,
+    }
+
+
+def object_retention_set(
+    *,
+    bucket: str,
+    key: str,
+    version_id: str,
+    mode: str | None,
+    retain_until: int | None,
+    bypass: bool,
+    at: int,
+) -> Event:
+    """A version's retention was set to ``mode`` until ``retain_until`` (ms), or removed
+    (both None). ``version_id`` is the version's id (``"null"`` for the null version);
+    ``bypass`` is an admin's governance bypass. ``apply`` judges the change
+    (``service.meta.lock_policy``)."""
+    return {
+        "type": OBJECT_RETENTION_SET,
+        "bucket": bucket,
+        "key": key,
+        "version_id": version_id,
+        "mode": mode,
+        "retain_until": retain_until,
+        "bypass": bypass,
+        "at": at,
+    }
+
+
+def object_legal_hold_set(*, bucket: str, key: str, version_id: str, on: bool, at: int) -> Event:
+    """A version's legal hold was turned on or off."""
+    return {
+        "type": OBJECT_LEGAL_HOLD_SET,
+        "bucket": bucket,
+        "key": key,
+        "version_id": version_id,
+        "on": on,
         "at": at,
     }

@@ -1,12 +1,19 @@
 """Webhook delivery: each webhook's events, in sequence order, at least once, across crashes.
 
 One worker task per configured webhook reads the event feed forward from the webhook's
-cursor, a page at a time (so memory stays bounded however far behind it is), and POSTs each
+cursor, a page at a time (so memory stays bounded however far behind it is), of its bucket
+only, by identity (``service.events.scope``), and POSTs each
 event it wants to its URL: the event as the JSON body, ``X-Event-Id`` and
 ``X-Signature-Sha256: hex(HMAC-SHA256(secret, body))``. Any 2xx acknowledges; anything else
 (a status, a refused connection, a timeout) is retried with exponential backoff from
 ``FIRST_RETRY_SECONDS`` doubling up to ``webhook_max_backoff``, for as long as the webhook
 exists: a later event is never sent before an earlier one is acknowledged.
+
+A webhook is known by its bucket's identity and its id (``<bucket_id>/<id>``): a bucket
+deleted and created again under its name is another bucket, whose webhooks start with fresh
+cursors and figures, and the old bucket's workers, until they stop, read only the old
+bucket's events. A checkpoint from before identities names buckets by name; its entries go
+to the bucket that has the name at start.
 
 Durability: cursors and figures are checkpointed to ``<data_dir>/events/webhooks.json``
 (written to a temporary file, fsynced, renamed) as soon as one changes, then at most every
@@ -31,7 +38,6 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
-import itertools
 import json
 import logging
 import os
@@ -41,14 +47,16 @@ from typing import Any
 
 import httpx
 
+from fsseam.durable import read_file, replace_file
 from service.common.timefmt import rfc3339_seconds
 from service.config import Config
 from service.engine.core import Engine
 from service.events.feed import FeedEvent
+from service.events.scope import BucketScope
 from service.events.targets import TargetPolicy, TargetRefused
+from service.meta import is_bucket_id
 from service.meta.notification_state import Webhook
 
-_TEMP_NUMBERS = itertools.count()
 log = logging.getLogger("service.webhooks")
 
 CHECKPOINT_NAME = "webhooks.json"
@@ -94,8 +102,8 @@ def signature(secret: str, body: bytes) -> str:
     return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def _key(hook: Webhook) -> str:
-    return f"{hook.bucket}/{hook.id}"
+def _key(scope: BucketScope, hook: Webhook) -> str:
+    return f"{scope.bucket_id}/{hook.id}"
 
 
 class WebhookDispatcher:
@@ -106,7 +114,7 @@ class WebhookDispatcher:
         self._config = config
         self._path = os.path.join(config.data_dir, "events", CHECKPOINT_NAME)
         self._progress: dict[str, Progress] = {}
-        self._workers: dict[str, tuple[Webhook, asyncio.Task[None]]] = {}
+        self._workers: dict[str, tuple[Webhook, BucketScope, asyncio.Task[None]]] = {}
         self._dirty = False
         self._changed = asyncio.Event()
         self._client: httpx.AsyncClient | None = None
@@ -125,14 +133,14 @@ class WebhookDispatcher:
         is fsynced, the records were not yet), and their sequences go to new records, whose
         events must not be skipped."""
         loaded = await self._engine.run_blocking(self._load)
-        journal = self._engine.journal
-        last = journal.stats().last_sequence if journal is not None else None
+        last = self._engine.committer.last_sequence()
         now = time.time()
-        for key, doc in loaded.items():
-            if isinstance(doc, dict):
+        for saved_key, doc in loaded.items():
+            key = self._current_key(saved_key)
+            if key is not None and isinstance(doc, dict):
                 saved = {name: doc[name] for name in CHECKPOINTED if name in doc}
                 progress = Progress(**saved, last_progress_at=now)
-                if last is not None and progress.cursor > last:
+                if progress.cursor > last:
                     log.warning(
                         "webhook %s: cursor %d is past the journal's end %d (records lost "
                         "to a power cut); delivering from there",
@@ -143,9 +151,25 @@ class WebhookDispatcher:
                     progress.cursor = last
                 self._progress[key] = progress
 
-    def progress(self, hook: Webhook) -> Progress:
+    def _current_key(self, saved: str) -> str | None:
+        """A checkpoint's key as this version names it: ``<bucket name>/<id>`` (from before
+        identities) becomes ``<bucket_id>/<id>`` of the bucket of that name, if any."""
+        bucket, _, hook_id = saved.partition("/")
+        if is_bucket_id(bucket):
+            return saved
+        bucket_id = self._engine.state.bucket_id_of(bucket)
+        return None if bucket_id is None else f"{bucket_id}/{hook_id}"
+
+    def scope_of(self, hook: Webhook) -> BucketScope | None:
+        """The bucket ``hook`` belongs to now (None: gone, and its webhooks with it)."""
+        bucket = self._engine.state.get_bucket(hook.bucket)
+        return None if bucket is None else BucketScope.of(bucket)
+
+    def progress(self, hook: Webhook, scope: BucketScope) -> Progress:
         """The webhook's progress (created at its configured start when new)."""
-        progress = self._progress.setdefault(_key(hook), Progress(last_progress_at=time.time()))
+        progress = self._progress.setdefault(
+            _key(scope, hook), Progress(last_progress_at=time.time())
+        )
         progress.cursor = max(progress.cursor, hook.start_after)
         return progress
 
@@ -165,7 +189,7 @@ class WebhookDispatcher:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
-        workers = [task for _, task in self._workers.values()]
+        workers = [task for _, _, task in self._workers.values()]
         for task in workers:
             task.cancel()
         await asyncio.gather(*self._tasks, *workers, return_exceptions=True)
@@ -197,37 +221,44 @@ class WebhookDispatcher:
 
     def _reconcile(self) -> None:
         """Start workers for new or changed webhooks, stop those of removed ones."""
-        wanted = {_key(hook): hook for hook in self._engine.state.notifications.all_webhooks()}
-        for key, (hook, task) in list(self._workers.items()):
-            if wanted.get(key) != hook:
+        wanted: dict[str, tuple[Webhook, BucketScope]] = {}
+        for hook in self._engine.state.notifications.all_webhooks():
+            scope = self.scope_of(hook)
+            if scope is not None:
+                wanted[_key(scope, hook)] = (hook, scope)
+        for key, (hook, scope, task) in list(self._workers.items()):
+            if wanted.get(key) != (hook, scope):
                 task.cancel()
                 del self._workers[key]
-        for key, hook in wanted.items():
+        for key, (hook, scope) in wanted.items():
             if key not in self._workers:
-                progress = self.progress(hook)
-                self._workers[key] = (hook, asyncio.create_task(self._run(hook, progress)))
+                progress = self.progress(hook, scope)
+                task = asyncio.create_task(self._run(hook, scope, progress))
+                self._workers[key] = (hook, scope, task)
         for key in [k for k in self._progress if k not in wanted]:
             del self._progress[key]
             self._mark()
 
     # -- the worker ----------------------------------------------------------------------
 
-    async def _run(self, hook: Webhook, progress: Progress) -> None:
-        await self._count_pending(hook, progress)
+    async def _run(self, hook: Webhook, scope: BucketScope, progress: Progress) -> None:
+        await self._count_pending(hook, scope, progress)
         while True:
-            if not await self.deliver_page(hook, progress):
+            if not await self.deliver_page(hook, scope, progress):
                 await self._engine.events.wait(progress.cursor, IDLE_WAIT_SECONDS)
 
-    async def deliver_page(self, hook: Webhook, progress: Progress, limit: int = PAGE) -> int:
+    async def deliver_page(
+        self, hook: Webhook, scope: BucketScope, progress: Progress, limit: int = PAGE
+    ) -> int:
         """Deliver the next page of the webhook's events after its cursor (each until it is
         acknowledged) and move the cursor past them; how many events the page held (1 for
         an expired stretch skipped, so the caller reads on at once)."""
         try:
             items, through = await self._engine.events.read(
-                progress.cursor, self._engine.executor, hook.bucket, limit
+                progress.cursor, self._engine.executor, scope, limit
             )
         except LookupError:
-            self._skip_expired(hook, progress)
+            self._skip_expired(hook, scope, progress)
             return 1
         for item in items:
             if hook.wants(item.type, item.key):
@@ -240,7 +271,7 @@ class WebhookDispatcher:
             self._mark()
         return len(items)
 
-    async def _count_pending(self, hook: Webhook, progress: Progress) -> None:
+    async def _count_pending(self, hook: Webhook, scope: BucketScope, progress: Progress) -> None:
         """Count the wanted events after the cursor (read in pages; never all in memory),
         then let ``_count_new`` count the new ones: the scan runs until it has caught up,
         and nothing can arrive between its last check and the hand-over (no await)."""
@@ -248,7 +279,7 @@ class WebhookDispatcher:
         progress.pending, progress.counted = 0, False
         while after < feed.last_sequence:
             try:
-                items, through = await feed.read(after, self._engine.executor, hook.bucket, 1000)
+                items, through = await feed.read(after, self._engine.executor, scope, 1000)
             except LookupError:
                 after = feed.covered_after
                 continue
@@ -260,20 +291,20 @@ class WebhookDispatcher:
 
     def _count_new(self, item: FeedEvent) -> None:
         """A new event: one more pending for each webhook of its bucket that wants it."""
-        for hook, _ in self._workers.values():
-            if hook.bucket == item.bucket and hook.wants(item.type, item.key):
-                progress = self._progress.get(_key(hook))
+        for hook, scope, _ in self._workers.values():
+            if scope.holds(item) and hook.wants(item.type, item.key):
+                progress = self._progress.get(_key(scope, hook))
                 if progress is not None and progress.counted:
                     progress.pending += 1
 
-    def _skip_expired(self, hook: Webhook, progress: Progress) -> None:
+    def _skip_expired(self, hook: Webhook, scope: BucketScope, progress: Progress) -> None:
         covered = self._engine.events.covered_after
         progress.skipped += 1
         progress.last_error = (
             f"events after sequence {progress.cursor} expired before delivery; "
             f"resumed after {covered}"
         )
-        log.error("webhook %s: %s", _key(hook), progress.last_error)
+        log.error("webhook %s: %s", _key(scope, hook), progress.last_error)
         progress.cursor = covered
         self._mark()
 
@@ -327,7 +358,9 @@ class WebhookDispatcher:
 
     def status(self, hook: Webhook) -> dict[str, Any]:
         """The contract's ``status`` of one webhook (plus ``cursor`` and ``skipped``)."""
-        progress = self._progress.get(_key(hook)) or Progress(cursor=hook.start_after)
+        scope = self.scope_of(hook)
+        saved = self._progress.get(_key(scope, hook)) if scope is not None else None
+        progress = saved or Progress(cursor=hook.start_after)
         return {
             "delivered": progress.delivered,
             "pending": progress.pending,
@@ -368,29 +401,12 @@ class WebhookDispatcher:
             raise
 
     def _write(self, data: bytes) -> None:
-        fs = self._engine.fs
-        # A name of its own: a write cut loose by a cancelled task may still be running.
-        temp = f"{self._path}.{next(_TEMP_NUMBERS)}.tmp"
-        with contextlib.suppress(FileNotFoundError):
-            fs.unlink(temp)  # left by a crash mid-write (create refuses an existing file)
-        target = fs.create(temp)
-        try:
-            target.write(data)
-            target.fsync()  # the cursors must be whole on disk before they replace the old
-        finally:
-            target.close()
-        fs.rename(temp, self._path)
-        fs.fsync_dir(os.path.dirname(self._path))  # the rename itself must survive a crash
+        replace_file(self._engine.fs, self._path, data)  # whole, or the previous one
 
     def _load(self) -> dict[str, dict[str, Any]]:
-        fs = self._engine.fs
-        if not fs.exists(self._path):
+        data = read_file(self._engine.fs, self._path)
+        if data is None:
             return {}
-        source = fs.open_read(self._path)
-        try:
-            data = source.read()
-        finally:
-            source.close()
         try:
             doc = json.loads(data)
         except ValueError:

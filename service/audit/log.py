@@ -1,0 +1,380 @@
+"""The audit log in the process that owns it: one hash chain, written in groups.
+
+``append`` seals a record at once, on the event loop (its sequence and ``prev`` are taken
+there, so the chain's order is the order of the calls), and queues its line; one write and,
+in strict durability, one fsync then carry every record queued meanwhile, as the journal's
+group commit does, on a thread of the log's own (batches are written in order). Strict: the
+caller awaits the future ``append`` returns, which resolves once its record is on disk, and
+only then answers its request. Balanced: the lines go to the OS soon, without an fsync.
+
+A failed write or fsync is fail-stop, as the journal's: the records of that batch and every
+later ``append`` raise ``AuditUnavailableError`` (503) until a restart, which cuts any torn
+line and continues the chain after the last whole record. An fsync is never retried (its
+failure may have dropped the pages it was to write).
+
+Retention: ``prune`` removes whole segments older than ``retention_seconds`` after writing
+the signed anchor of the log that remains (``service.audit.segments``). ``verify`` checks
+the chain from the anchor (or the genesis) to the last record, and that the last one on
+disk is the last one appended. ``page`` reads records after a sequence, filtered.
+
+Thread-safety: ``append``, ``flush``, ``prune``, ``close`` on the event-loop thread; the
+file work runs on the log's thread (writes, prunes) or the given executor (reads).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import itertools
+import logging
+import os
+from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from fsseam.fs import FileSystem
+from service.audit.record import ChainChecker, Verification, parse_line, seal
+from service.audit.segments import (
+    AUDIT_DIRNAME,
+    Anchor,
+    SegmentWriter,
+    Tail,
+    find_tail,
+    lines_of,
+    list_segments,
+    read_all,
+    read_anchor,
+    records_of,
+    write_anchor,
+)
+from service.common.api_errors import ApiError
+from service.common.timefmt import now_ms, rfc3339_ms
+
+log = logging.getLogger("service.audit")
+
+T = TypeVar("T")
+DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
+SCAN_BUDGET = 100_000
+"""Records a page reads at most past its ``since`` before it answers (a filter that matches
+rarely then answers a short page and a cursor to go on from)."""
+FIRST_LINE_BYTES = 64 * 1024
+MAX_PAGE = 1000
+"""The most records one page of ``GET /system/audit`` holds."""
+DEFAULT_PAGE = 100
+MAX_SEQUENCE = 10**18 - 1
+"""The largest ``since`` a page accepts."""
+TAIL_CUT = "audit:tail_cut"
+"""The action of the record a start makes when it cut whole lines off the log's end."""
+
+
+class AuditUnavailableError(ApiError):
+    """The audit log cannot take records (a write or fsync failed): 503 until a restart."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "ServiceUnavailable",
+            "the audit log cannot record requests; the server needs a restart",
+            retry_after=5,
+        )
+
+
+@dataclass(slots=True)
+class _Batch:
+    first_sequence: int
+    day: str
+    lines: list[bytes] = field(default_factory=list)
+    waiters: list[asyncio.Future[int]] = field(default_factory=list)
+
+
+class AuditLog:
+    """The audit log of a data dir (see the module docstring)."""
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        data_dir: str,
+        *,
+        secret: bytes,
+        strict: bool,
+        retention_seconds: float,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        readers: Executor | None = None,
+    ) -> None:
+        self.fs = fs
+        self.directory = os.path.join(data_dir, AUDIT_DIRNAME)
+        self._secret = secret
+        self._strict = strict
+        self.retention_seconds = retention_seconds
+        self._segment_bytes = segment_bytes
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit")
+        self._readers = readers or self._thread
+        self._writer: SegmentWriter | None = None
+        self._next = 1
+        self._prev = ""
+        self._batch: _Batch | None = None
+        self._flusher: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+        self.appended = 0
+        """Records appended since the start (for the metrics)."""
+
+    @property
+    def failed(self) -> bool:
+        """A write or fsync failed: no more records until a restart."""
+        return self._failure is not None
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of the last record appended (0: none yet)."""
+        return self._next - 1
+
+    async def open(self) -> None:
+        """Find the end of the chain (cutting a torn line) before the first ``append``."""
+        tail: Tail = await self._on_thread(find_tail, self.fs, self.directory, self._secret)
+        self._next, self._prev = tail.next_sequence, tail.last_hash
+        self._writer = SegmentWriter(self.fs, self.directory, tail)
+        if tail.cut_lines:
+            log.error(
+                "cut %d bytes (%d lines) off the audit log's end, kept aside as .broken: the "
+                "writes a crash left unfinished, or damage",
+                tail.cut_bytes,
+                tail.cut_lines,
+            )
+            wait = self.append(cut_record(tail.cut_bytes))
+            if wait is not None:
+                await wait
+
+    async def _on_thread(self, function: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, function, *args)
+
+    async def _on_reader(self, function: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._readers, function, *args)
+
+    # -- appending -------------------------------------------------------------------------
+
+    def append(self, fields: dict[str, Any]) -> asyncio.Future[int] | None:
+        """Seal ``fields`` as the next record and queue it; strict: a future resolved with
+        its sequence once it is on disk (``AuditUnavailableError`` if it cannot be)."""
+        if self._failure is not None or self._writer is None:
+            raise AuditUnavailableError()
+        record, line = seal(fields, self._next, self._prev)
+        self._next += 1
+        self._prev = record["hash"]
+        self.appended += 1
+        batch = self._batch
+        if batch is None:
+            batch = self._batch = _Batch(record["sequence"], str(record["time"])[:10])
+        batch.lines.append(line)
+        future: asyncio.Future[int] | None = None
+        if self._strict:
+            future = asyncio.get_running_loop().create_future()
+            batch.waiters.append(future)
+        if self._flusher is None:
+            # A task, not a call: it starts after the requests answered in this loop
+            # iteration have queued theirs, so they share one write and one fsync.
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+        return future
+
+    async def _flush(self) -> None:
+        writer = self._writer
+        assert writer is not None
+        try:
+            while self._batch is not None and self._failure is None:
+                batch, self._batch = self._batch, None
+                try:
+                    await self._on_thread(
+                        lambda b=batch: writer.write(
+                            b.first_sequence,
+                            b.day,
+                            b.lines,
+                            sync=self._strict,
+                            roll_bytes=self._segment_bytes,
+                        )
+                    )
+                except Exception as exc:
+                    self._fail(exc, batch)
+                    return
+                for waiter in batch.waiters:
+                    if not waiter.done():
+                        waiter.set_result(batch.first_sequence)
+                await asyncio.sleep(0)  # let the requests woken join the next batch
+        finally:
+            self._flusher = None
+
+    def _fail(self, exc: BaseException, batch: _Batch) -> None:
+        if self._failure is None:
+            self._failure = exc
+            log.error("writing the audit log failed, refusing further records: %r", exc)
+        waiters = batch.waiters + (self._batch.waiters if self._batch is not None else [])
+        self._batch = None
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_exception(AuditUnavailableError())
+
+    async def flush(self) -> None:
+        """Wait until every record appended so far was written (and, strict, synced)."""
+        while self._flusher is not None:
+            await asyncio.shield(self._flusher)
+
+    async def close(self) -> None:
+        """Write what is queued, close the segment and the log's thread."""
+        await self.flush()
+        if self._writer is not None:
+            await self._on_thread(self._writer.close)
+        self._thread.shutdown(wait=True)
+
+    # -- retention -------------------------------------------------------------------------
+
+    async def prune(self) -> int:
+        """Remove the segments whose every record is older than the retention (on the
+        log's thread, between writes); how many were removed."""
+        cutoff = rfc3339_ms(now_ms() - round(self.retention_seconds * 1000))
+        removed: int = await self._on_thread(
+            prune_segments, self.fs, self.directory, self._secret, cutoff, rfc3339_ms(now_ms())
+        )
+        if removed:
+            log.info("removed %d audit segments older than %s", removed, cutoff)
+        return removed
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def verify(self) -> Verification:
+        """Check the whole chain on disk (written records; a batch being written is waited
+        for) and that it ends with the last record appended."""
+        await self.flush()
+        expected_last = self.last_sequence
+        result: Verification = await self._on_reader(
+            verify_chain, self.fs, self.directory, self._secret
+        )
+        last = result.last_sequence or 0
+        if result.ok and last < expected_last:
+            result.ok = False
+            result.first_bad_sequence = last + 1
+            result.problem = f"the log ends at record {last}; {expected_last} were written"
+        return result
+
+    async def page(
+        self, since: int, limit: int, bucket: str | None, user_id: str | None
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """Records after ``since`` (at most ``limit``), filtered; and the sequence to go on
+        after, or None when the end of the log was reached."""
+        return await self._on_reader(
+            read_page, self.fs, self.directory, self._secret, since, limit, bucket, user_id
+        )
+
+
+def cut_record(cut_bytes: int) -> dict[str, Any]:
+    """The record the log makes of a cut it made at the open (``action`` ``audit:tail_cut``,
+    ``status`` 0: the server's own, no request's), so the chain itself says so."""
+    return {
+        "time": rfc3339_ms(now_ms()),
+        "request_id": "-",
+        "principal": {"user_id": None},
+        "source": "",
+        "method": "-",
+        "path": "",
+        "bucket": None,
+        "key": None,
+        "version_id": None,
+        "action": TAIL_CUT,
+        "status": 0,
+        "bytes": cut_bytes,
+    }
+
+
+# -- blocking work ----------------------------------------------------------------------------
+
+
+def _first_record(fs: FileSystem, path: str) -> dict[str, Any] | None:
+    file = fs.open_read(path)
+    try:
+        head = file.read(FIRST_LINE_BYTES)
+    finally:
+        file.close()
+    end = head.find(b"\n")
+    if end < 0:
+        head = read_all(fs, path)
+        end = head.find(b"\n")
+    return parse_line(head[:end]) if end >= 0 else None
+
+
+def prune_segments(fs: FileSystem, directory: str, secret: bytes, cutoff: str, now: str) -> int:
+    """Remove the segments (never the newest) whose records all precede ``cutoff`` (an
+    RFC 3339 time) or the anchor, writing the anchor of what remains first. Nothing goes
+    while the log's start is not intact (the anchor's signature bad, records missing before
+    the oldest segment): a new signed anchor would launder the edit that verification
+    reports. Blocking."""
+    anchor, signed = read_anchor(fs, directory, secret)
+    segments = list_segments(fs, directory)
+    if not signed or (segments and segments[0][0] > anchor.sequence):
+        log.warning("the audit log's start is not intact (verify names it): not pruning")
+        return 0
+    removable: list[str] = []
+    keep: dict[str, Any] | None = None
+    for (_, path), (next_first, next_path) in itertools.pairwise(segments):
+        following = _first_record(fs, next_path)
+        if following is None:
+            break
+        if next_first > anchor.sequence and str(following.get("time", "")) >= cutoff:
+            break
+        removable.append(path)
+        keep = following
+    if not removable or keep is None:
+        return 0
+    if keep["sequence"] > anchor.sequence:
+        write_anchor(fs, directory, secret, Anchor(keep["sequence"], str(keep["prev"]), now))
+    for path in removable:
+        fs.unlink(path)
+    fs.fsync_dir(directory)  # the removals, so a restart does not find them again
+    return len(removable)
+
+
+def verify_chain(fs: FileSystem, directory: str, secret: bytes) -> Verification:
+    """Check every record from the anchor on. Blocking."""
+    anchor, signed = read_anchor(fs, directory, secret)
+    checker = ChainChecker(anchor.sequence, anchor.prev)
+    if not signed:
+        checker.result.ok = False
+        checker.result.first_bad_sequence = anchor.sequence
+        checker.result.problem = "the anchor of the pruned log is not signed by this server"
+        return checker.result
+    for _, path in list_segments(fs, directory):
+        for record in records_of(fs, path):
+            if record is not None and record["sequence"] < anchor.sequence:
+                continue  # a segment a prune was about to remove
+            if not checker.feed(record):
+                return checker.result
+    return checker.result
+
+
+def read_page(
+    fs: FileSystem,
+    directory: str,
+    secret: bytes,
+    since: int,
+    limit: int,
+    bucket: str | None,
+    user_id: str | None,
+) -> tuple[list[dict[str, Any]], int | None]:
+    """Records after ``since`` matching the filters; see ``AuditLog.page``. Blocking."""
+    anchor, _ = read_anchor(fs, directory, secret)
+    start = max(since + 1, anchor.sequence)
+    segments = list_segments(fs, directory)
+    firsts = [first for first, _ in segments]
+    index = max(bisect.bisect_right(firsts, start) - 1, 0)
+    found: list[dict[str, Any]] = []
+    scanned = 0
+    for _, path in segments[index:]:
+        for _, line in lines_of(read_all(fs, path)):
+            record = parse_line(line)
+            if record is None or record["sequence"] < start:
+                continue
+            scanned += 1
+            principal = record.get("principal") or {}
+            if (bucket is None or record.get("bucket") == bucket) and (
+                user_id is None or principal.get("user_id") == user_id
+            ):
+                found.append(record)
+            if len(found) >= limit or scanned >= SCAN_BUDGET:
+                return found, int(record["sequence"])
+    return found, None
