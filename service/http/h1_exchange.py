@@ -28,17 +28,30 @@ import asyncio
 import functools
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tornado import httputil
 from tornado.iostream import StreamClosedError
 
 from service.http.request_contract import SERVER_NAME
 
-if TYPE_CHECKING:
-    from service.http.h1_connection import H1Protocol
-
 _NO_BODY_STATUSES = (204, 304)
+
+
+class Carrier(Protocol):
+    """What an exchange needs of its connection (``h1_connection.H1Protocol``)."""
+
+    max_body_size: int
+    body_timeout: float
+    closed: bool
+
+    def send(self, data: bytes) -> asyncio.Future[None]: ...
+
+    def close(self) -> None: ...
+
+    def socket_fileno(self) -> int | None: ...
+
+    def exchange_answered(self, exchange: H1Exchange) -> None: ...
 
 
 class RequestContext:
@@ -62,7 +75,7 @@ class H1Exchange(httputil.HTTPConnection):
 
     def __init__(
         self,
-        connection: H1Protocol,
+        connection: Carrier,
         start_line: httputil.RequestStartLine,
         headers: httputil.HTTPHeaders,
         keep_alive: bool,
