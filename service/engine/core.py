@@ -177,7 +177,7 @@ class Engine:
             GroupSync(fs_sync, self.run_blocking) if strict and fs_sync is not None else None
         )
         """Strict small PUTs' shared file-system sync (``service.storage.groupsync``)."""
-        self.small_writes = HopBatch(self.executor)
+        self.small_writes = HopBatch(lambda: self.executor)
         """Small PUTs' file work that never waits for the disk, one hop per loop iteration
         (``service.storage.hop_batch``)."""
         self.integrity = PayloadIntegrity(self.fs, self.store.layout, None if strict else fs_sync)

@@ -150,6 +150,8 @@ class H1Protocol(asyncio.Protocol):
             if isinstance(cause, Refused):
                 self.refuse(cause.error)
             else:
+                if cause is not None:  # a bug of ours in a callback: answered, and logged
+                    log.error("uncaught exception parsing a request", exc_info=cause)
                 self.refuse(ApiError("InvalidArgument", f"malformed HTTP request: {exc}"))
             return
         self.advance()
@@ -220,8 +222,14 @@ class H1Protocol(asyncio.Protocol):
         if version not in ("1.1", "1.0"):
             raise Refused("InvalidArgument", "malformed HTTP request: Malformed HTTP version")
         headers = httputil.HTTPHeaders()
-        for name, value in self._headers:
-            headers.add(name.decode("latin-1"), value.decode("latin-1"))
+        try:
+            for name, value in self._headers:
+                # Optional whitespace around the value is not part of it (RFC 9110 5.5; as
+                # Tornado's ``HTTPHeaders.parse_line``): ``Authorization: Bearer `` is
+                # ``Bearer``, a malformed credential, not a malformed request.
+                headers.add(name.decode("latin-1"), value.decode("latin-1").strip(" \t"))
+        except httputil.HTTPInputError as exc:
+            raise Refused("InvalidArgument", f"malformed HTTP request: {exc}") from None
         method = parser.get_method().decode("latin-1")
         target = b"".join(self._url).decode("latin-1")
         start_line = httputil.RequestStartLine(method, target, f"HTTP/{version}")

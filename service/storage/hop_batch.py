@@ -28,9 +28,11 @@ _Call = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.Future[Any]"]
 
 
 class HopBatch:
-    """Runs the calls made in one loop iteration as one job on ``executor``."""
+    """Runs the calls made in one loop iteration as one job on ``executor()``: the pool is
+    looked up at each hop, as ``Engine.run_blocking`` looks up ``Engine.executor`` (which
+    the crash kit replaces after the engine is built)."""
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: Callable[[], Executor]) -> None:
         self._executor = executor
         self._pending: list[_Call] = []
 
@@ -46,7 +48,7 @@ class HopBatch:
     def _submit(self, loop: asyncio.AbstractEventLoop) -> None:
         batch, self._pending = self._pending, []
         try:
-            job = self._executor.submit(_run_all, batch)
+            job = self._executor().submit(_run_all, batch)
         except RuntimeError as exc:  # the executor is shut down
             for _, _, future in batch:
                 if not future.done():

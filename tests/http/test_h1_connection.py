@@ -137,3 +137,15 @@ def test_head_and_not_modified_answers_carry_no_body(proc: ServerProcess) -> Non
     assert [answer[:3] for answer in answers] == [b"200", b"304", b"200"]
     assert answers[0].endswith(b"\r\n\r\n") and b"Content-Length: 5\r\n" in answers[0]
     assert answers[1].endswith(b"\r\n\r\n")
+
+
+def test_whitespace_around_a_header_value_is_not_part_of_it(proc: ServerProcess) -> None:
+    # "Authorization: Bearer " is an empty credential (401, as through Tornado's own
+    # parser, which strips the value), not a malformed request (400)
+    request = b"GET /api/v1/buckets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \t\r\n\r\n"
+    status, _, body = raw_exchange(proc, request)
+    assert status == 401, body
+    assert json.loads(body)["error"]["code"] == "Unauthorized"
+    request = b"GET /api/v1/buckets HTTP/1.1\r\nHost: x\r\n" + auth_line(proc)[:-2] + b"  \r\n\r\n"
+    status, _, body = raw_exchange(proc, request)
+    assert status == 200, body

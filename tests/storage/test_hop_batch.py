@@ -25,7 +25,7 @@ class CountingExecutor(ThreadPoolExecutor):
 def test_calls_of_one_iteration_share_one_job_and_keep_their_order() -> None:
     async def main() -> tuple[list[int], list[int], int, set[int]]:
         executor = CountingExecutor()
-        batch = HopBatch(executor)
+        batch = HopBatch(lambda: executor)
         order: list[int] = []
         threads: set[int] = set()
 
@@ -47,7 +47,7 @@ def test_calls_of_one_iteration_share_one_job_and_keep_their_order() -> None:
 def test_each_caller_gets_its_own_exception() -> None:
     async def main() -> list[object]:
         executor = ThreadPoolExecutor(max_workers=2)
-        batch = HopBatch(executor)
+        batch = HopBatch(lambda: executor)
 
         def fail(number: int) -> int:
             if number == 1:
@@ -68,7 +68,7 @@ def test_each_caller_gets_its_own_exception() -> None:
 def test_calls_of_later_iterations_get_a_job_of_their_own() -> None:
     async def main() -> int:
         executor = CountingExecutor()
-        batch = HopBatch(executor)
+        batch = HopBatch(lambda: executor)
         for number in range(3):
             assert await batch.run(lambda value: value + 1, number) == number + 1
         executor.shutdown()
@@ -81,7 +81,7 @@ def test_a_shut_down_executor_fails_every_call_of_the_batch() -> None:
     async def main() -> None:
         executor = ThreadPoolExecutor(max_workers=1)
         executor.shutdown()
-        batch = HopBatch(executor)
+        batch = HopBatch(lambda: executor)
         with pytest.raises(RuntimeError):
             await batch.run(lambda: 1)
 
