@@ -236,6 +236,7 @@ def test_audit_section_sets_each_audited_load_beside_its_unaudited_twin() -> Non
     assert "audit records written" in cpu["notes"]
 
 
+@pytest.mark.slow  # redis, Celery workers and three packagings: minutes on 2 cores
 def test_fleet_section_packages_the_same_videos_three_ways_and_sets_cpu_beside_in_server() -> None:
     from bench import SMOKE
     from bench.fleet_bench import run

@@ -7,7 +7,7 @@ import pytest
 from bench import SMOKE
 from bench.cli_bench import run
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # runs every CLI case: in make test-slow
 
 
 def test_cli_section_measures_every_case_beside_its_anchor() -> None:

@@ -59,7 +59,7 @@ def check_state(machine: SimMachine, *, firm: bool, settle: bool = True) -> Verd
         )
         if settle:
             possible.settle(exists)
-            problem = ledger.identity_problem(name, bucket_id)
+            problem = ledger.identity_problem(name, bucket_id, firm=firm)
             verdict.check(problem is None, problem or "")
     for bucket in engine.state.list_buckets():
         verdict.check(bucket.name in ledger.buckets, f"unknown bucket {bucket.name}")

@@ -58,7 +58,7 @@ class KillChecks:
                 if (name in buckets) not in possible.firm:
                     fail(("bucket", name, ""), f"bucket {name}: exists={name in buckets}")
                 possible.settle(name in buckets)
-                problem = ledger.identity_problem(name, identities.get(name))
+                problem = ledger.identity_problem(name, identities.get(name), firm=True)
                 if problem is not None:
                     fail(("bucket", name, ""), problem)
             for name in buckets - ledger.buckets.keys():

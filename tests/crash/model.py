@@ -13,7 +13,10 @@ A state is a plain value that can be read back from the server: a key's versions
 of SHA-256 digests (``MARKER`` for a delete marker), oldest first, ``()`` for an absent key; a
 bucket's existence; an upload's parts as a frozenset of (number, digest), None once closed.
 Beside its existence, a bucket's identity (``bucket_id``) is kept from the answer that created
-it or the first recovery that shows it: every later recovery must show the same one.
+it or the first recovery that shows it: every later recovery must show the same one, unless
+acknowledged writes may be lost: then a recovery to an earlier point of the journal may show an
+earlier bucket of the same name (its deletion and the re-creation lost), so any identity the
+name was answered with is allowed.
 After a recovery the test observes each state, checks it is allowed, and settles the model
 on it, since the operation's fate is decided from then on.
 
@@ -122,6 +125,9 @@ class Ledger:
     an excuse for an integrity error."""
     identities: dict[str, str] = field(default_factory=dict)
     """Each existing bucket's identity, as its creation answered or a recovery first showed."""
+    identity_history: dict[str, set[str]] = field(default_factory=dict)
+    """Every identity each bucket name was created with: what a recovery that lost
+    acknowledged writes may show again."""
 
     # -- recording --------------------------------------------------------------------
 
@@ -140,15 +146,18 @@ class Ledger:
         self.buckets.setdefault(name, Possible.known(False)).record(fate, lambda _: True)
         if bucket_id is not None:
             self.identities[name] = bucket_id
+            self.identity_history.setdefault(name, set()).add(bucket_id)
 
-    def identity_problem(self, name: str, observed: str | None) -> str | None:
+    def identity_problem(self, name: str, observed: str | None, *, firm: bool) -> str | None:
         """Settle on the identity a recovery shows for bucket ``name`` (None: absent); a
-        problem if it differs from the one known for the bucket since it was created."""
+        problem if it differs from the one known for the bucket since it was created (when
+        not ``firm``, an earlier identity of the name is allowed too: see the module)."""
         known = self.identities.pop(name, None)
         if observed is None:
             return None
         self.identities[name] = observed
-        if known is not None and known != observed:
+        earlier = not firm and observed in self.identity_history.get(name, set())
+        if known is not None and known != observed and not earlier:
             return f"bucket {name}: identity {observed} after recovery, was {known}"
         return None
 

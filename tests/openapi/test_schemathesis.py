@@ -20,8 +20,12 @@ from tests.serverproc import ServerProcess
 
 
 # One serving process and several: answers must match the document with either (a field
-# only several processes add is a schema violation that one process never shows).
-@pytest.fixture(params=["1", "3"], ids=["one-process", "three-processes"])
+# only several processes add is a schema violation that one process never shows). The
+# three-process runs are in ``make test-slow`` (``make test`` checks three processes'
+# answers against the document in tests/openapi/test_process_counts.py).
+@pytest.fixture(
+    params=["1", pytest.param("3", marks=pytest.mark.slow)], ids=["one-process", "three-processes"]
+)
 def live_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
     server = ServerProcess(tmp_path / "data", env_overrides={"SERVICE_WORKERS": request.param})
     server.start()
