@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, cast
 
+from fsseam.flocks import RealFileLock, RealSharedLock
+
 
 @dataclass(frozen=True, slots=True)
 class FileStat:
@@ -188,11 +190,35 @@ class FileSystem(Protocol):
         """The pid written into a lock file by its holder ('' if unknown)."""
         ...
 
+    def open_lock(self, path: str) -> SharedLock:
+        """A lock on ``path`` (created if missing) that processes take in turn, each
+        blocking until it is free; a process's hold ends with it (a SIGKILL cannot wedge it)."""
+        ...
+
 
 class FileLock(Protocol):
     """A held lock (``FileSystem.try_lock``); ``release`` ends it."""
 
     def release(self) -> None: ...
+
+
+class SharedLock(Protocol):
+    """A lock taken and released many times (``FileSystem.open_lock``); one holder at a
+    time across processes and across the handles of one process."""
+
+    def acquire(self) -> None:
+        """Wait until this handle holds the lock. Blocking."""
+        ...
+
+    def try_acquire(self) -> bool:
+        """Take the lock if no other handle holds it; whether this handle holds it now."""
+        ...
+
+    def release(self) -> None: ...
+
+    def close(self) -> None:
+        """Release (if held) and forget the handle."""
+        ...
 
 
 def pread(file: ReadableFile, offset: int, length: int) -> bytes:
@@ -428,16 +454,6 @@ def _copy_by_reading(source_fd: int, target_fd: int, count: int) -> int:
     return copied
 
 
-class _RealFileLock:
-    def __init__(self, fd: int) -> None:
-        self._fd: int | None = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the only descriptor drops the flock
-            self._fd = None
-
-
 class RealFileSystem:
     """The operating system's file system."""
 
@@ -546,7 +562,13 @@ class RealFileSystem:
         # The pid is a hint for humans, never read for correctness: no fsync.
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        return _RealFileLock(fd)
+        return RealFileLock(fd)
+
+    def open_lock(self, path: str) -> SharedLock:
+        # O_CLOEXEC: a child that inherited the descriptor would share the lock's holds.
+        return RealSharedLock(
+            os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        )
 
     def lock_holder(self, path: str) -> str:
         try:

@@ -113,6 +113,33 @@ class _SimLock:
         self._held.discard(self._path)
 
 
+class _SimSharedLock:
+    """A lock of the simulated file system that holders take in turn (``open_lock``): a
+    thread lock per path, shared by every handle of it; ``close`` releases a hold, as a
+    process's death does."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+        self._held = False
+
+    def acquire(self) -> None:
+        self._lock.acquire()
+        self._held = True
+
+    def try_acquire(self) -> bool:
+        if not self._held:
+            self._held = self._lock.acquire(blocking=False)
+        return self._held
+
+    def release(self) -> None:
+        self._held = False
+        self._lock.release()
+
+    def close(self) -> None:
+        if self._held:
+            self.release()
+
+
 class SimFileSystem:
     """An in-memory ``FileSystem`` that can crash, fail, and show what a power loss keeps."""
 
@@ -130,6 +157,7 @@ class SimFileSystem:
         self._root = SimDir()
         self._used = 0
         self._locks: set[str] = set()
+        self._shared_locks: dict[str, threading.Lock] = {}
 
     @property
     def operations(self) -> int:
@@ -459,6 +487,11 @@ class SimFileSystem:
 
     def lock_holder(self, path: str) -> str:
         return ""
+
+    def open_lock(self, path: str) -> _SimSharedLock:
+        """Not a file operation (never counted, never crashes): a lock lives in memory."""
+        with self._lock:
+            return _SimSharedLock(self._shared_locks.setdefault(path, threading.Lock()))
 
     # -- inspection for tests (not counted) ------------------------------------------------
 

@@ -60,6 +60,12 @@ from service.http.object_reads import ObjectReadRouter, direct_reads, resolve_ob
 from service.http.openapi_handlers import DocsHandler, OpenApiHandler
 from service.http.preflight import ROUTE as PREFLIGHT_ROUTE
 from service.http.preflight import PreflightRouter
+from service.http.replication_feed_handlers import (
+    PayloadFeedHandler,
+    RecordsFeedHandler,
+    SecretFeedHandler,
+    SnapshotFeedHandler,
+)
 from service.http.replication_handlers import ReplicationHandler
 from service.http.scrub_handlers import ScrubHandler
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
@@ -133,6 +139,10 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets/{BUCKET}/notifications", BucketNotificationsHandler),
         (rf"{API}/system/scrub", ScrubHandler),
         (rf"{API}/replication", ReplicationHandler),
+        (rf"{API}/replication/snapshot", SnapshotFeedHandler),
+        (rf"{API}/replication/secret", SecretFeedHandler),
+        (rf"{API}/replication/records", RecordsFeedHandler),
+        (rf"{API}/replication/payloads/(?P<payload_id>[^/]+)", PayloadFeedHandler),
         (rf"{API}/system/audit", AuditHandler),
         (rf"{API}/system/audit/verify", AuditVerifyHandler),
         (r"/", ConsoleRedirectHandler),

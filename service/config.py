@@ -122,6 +122,19 @@ class Config:
     docs/replication.md). Empty: no archive."""
     archive_retention_days: float = 7.0
     """Days of history the archive keeps restorable (fractions allowed)."""
+    follow: str | None = None
+    """Run as a standby of the primary at this URL (``http://host:port``): copy its state,
+    follow its journal, serve reads and refuse writes (see docs/replication.md)."""
+    follow_credentials: str | None = None
+    """A standby's admin access key of its primary, ``bk_ID:sk_SECRET``."""
+    replication: str = "async"
+    """Primary: acknowledge writes without waiting for a standby (async) or only once one
+    holds them durably (sync)."""
+    replication_timeout: float = 10.0
+    """Primary in sync mode: seconds a write waits for a standby's confirmation before it
+    answers 503 ReplicationTimeout."""
+    replication_max_lag: float = 30.0
+    """Standby: seconds behind its primary beyond which /health says degraded."""
     crash_point: str | None = None
     """Test-only: ``name`` or ``name:N`` makes the process SIGKILL itself at the Nth hit."""
     clock_offset: float = 0.0
@@ -239,6 +252,14 @@ RULES: Mapping[str, Rule] = {
         validator="service.media.fleet_queue:parse_queue_url",
     ),
     "media_lease": Rule(minimum=1, maximum=86400),
+    "follow": Rule(url=True),
+    "follow_credentials": Rule(
+        allowed="an access key and its secret: bk_ID:sk_SECRET",
+        validator="service.replication.wire:parse_credentials",
+    ),
+    "replication": Rule(choices=("async", "sync")),
+    "replication_timeout": Rule(minimum=0.1, maximum=3600),
+    "replication_max_lag": Rule(minimum=0.1),
     "webhook_allowed_networks": Rule(
         allowed="comma-separated CIDR networks or addresses (10.0.0.0/8,::1), or *",
         validator="service.events.targets:TargetPolicy.parse",
@@ -430,6 +451,11 @@ def load_config(
         if raw is None or raw == "":
             continue
         values[field.name] = parse_value(field, raw, given_as)
+    if values.get("follow") and not values.get("follow_credentials"):
+        raise ConfigError(
+            "SERVICE_FOLLOW needs SERVICE_FOLLOW_CREDENTIALS (an admin key of the primary: "
+            "bk_ID:sk_SECRET)"
+        )
     return Config(**values)  # type: ignore[arg-type]
 
 

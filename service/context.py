@@ -31,6 +31,8 @@ from service.media.runners import make_job_runner
 from service.media.video_thumbnail import ThumbnailMaker
 from service.multipart.uploads import Uploads
 from service.observability import FinishedRequest, Metrics, PerformanceRecorder, log_access
+from service.replication.feed import ReplicationFeed
+from service.replication.follower import Follower
 from service.upkeep.lifecycle import LifecycleRunner
 from service.upkeep.scrub import Scrubber
 from service.upkeep.webhooks import WebhookDispatcher
@@ -111,6 +113,14 @@ class AppContext:
         self.archiver: Archiver | None = None
         """The continuous archive, on the process that owns the journal when
         ``SERVICE_ARCHIVE`` is set (``service.roles.journal_owner``)."""
+        self.replication_feed: ReplicationFeed | None = None
+        """What standbys read, on a primary's journal owner (``service.replication.feed``)."""
+        self.follower: Follower | None = None
+        """A standby's journal owner: the loop following the primary, and its position
+        (``service.replication.follower``)."""
+        self.primary_url: str | None = None
+        """Set by a standby's roles (every process of one): writes are refused with 503
+        ReadOnlyStandby naming this primary (``ApiHandler.prepare``)."""
 
     async def wait_for_requests(self, timeout: float) -> bool:
         """Wait until no request is in flight; False if ``timeout`` seconds pass first."""

@@ -43,9 +43,9 @@ from service.observability import BucketUsage, Metrics, configure_logging
 from service.ops.first_run import bootstrap_credentials
 from service.procs import shared_metrics
 from service.procs.supervisor import WorkerSeat, WriterSeat, supervise
-from service.procs.writer_link import WriterLink
 from service.roles.role import Role
 from service.roles.single import SingleRole
+from service.roles.standby import StandbyRole, StandbyWorkerRole, StandbyWriterRole
 from service.roles.worker import WorkerRole
 from service.roles.writer import WriterRole
 from service.startup import (
@@ -100,7 +100,7 @@ async def serve(
     )
     uploads = role.build_uploads(engine)
     ctx = AppContext(config, engine, metrics, role.performance, server_secret, uploads)
-    await start_audit(ctx, role.link if isinstance(role, WorkerRole) else None)
+    await start_audit(ctx, prunes=not isinstance(role, WorkerRole))
     app = make_app(ctx)
     servers = await role.start(ctx, app)
     await servers[0].add_sockets(listen())
@@ -134,30 +134,32 @@ async def serve(
     await engine.stop()
 
 
-async def start_audit(ctx: AppContext, link: WriterLink | None) -> None:
-    """The audit log (``service.audit``): kept by this process, or (a worker) by the writer
-    through ``link``; retention applied now and then."""
+async def start_audit(ctx: AppContext, *, prunes: bool) -> None:
+    """The audit log (``service.audit``): every serving process appends its own records to
+    the one chain itself (``service.audit.shared``); one (``prunes``: the writer, or the
+    only process) also applies retention now and then."""
     config, engine = ctx.config, ctx.engine
     if not config.audit:
         return
-    strict = config.durability == "strict"
-    if link is None:
-        ctx.audit_log = AuditLog(
-            engine.fs,
-            config.data_dir,
-            secret=ctx.server_secret,
-            strict=strict,
-            retention_seconds=config.audit_retention_days * 86400,
-            segment_bytes=config.audit_segment_bytes,
-            readers=engine.executor,
-        )
-        await ctx.audit_log.open()
+    ctx.audit_log = AuditLog(
+        engine.fs,
+        config.data_dir,
+        secret=ctx.server_secret,
+        strict=config.durability == "strict",
+        retention_seconds=config.audit_retention_days * 86400,
+        segment_bytes=config.audit_segment_bytes,
+        readers=engine.executor,
+    )
+    await ctx.audit_log.open()
+    if prunes:
         await ctx.audit_log.prune()
         interval = min(AUDIT_PRUNE_SECONDS, max(1.0, ctx.audit_log.retention_seconds / 8))
         engine.add_background_job(interval, ctx.audit_log.prune)
-    sink = ctx.audit_log if link is None else link.audit_sink(wait=strict)
     ctx.audit = AuditTrail(
-        sink, reads=config.audit_reads, state=lambda: engine.state, secret=ctx.server_secret
+        ctx.audit_log,
+        reads=config.audit_reads,
+        state=lambda: engine.state,
+        secret=ctx.server_secret,
     )
 
 
@@ -182,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         if processes > 1:
             return supervise(config, sockets, processes, run_writer, run_worker)
         configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
-        asyncio.run(serve(config, lambda: sockets, fs, SingleRole()))
+        role = StandbyRole() if config.follow else SingleRole()
+        asyncio.run(serve(config, lambda: sockets, fs, role))
     finally:
         lock.release()
     return 0
@@ -198,14 +201,16 @@ def run_writer(config: Config, held: list[socket.socket], seat: WriterSeat) -> N
     if not seat.workers_running:
         sockets = listen()
         listen = lambda: sockets  # noqa: E731
-    asyncio.run(serve(config, listen, RealFileSystem(), WriterRole(seat)))
+    role = StandbyWriterRole(seat) if config.follow else WriterRole(seat)
+    asyncio.run(serve(config, listen, RealFileSystem(), role))
 
 
 def run_worker(config: Config, held: list[socket.socket], seat: WorkerSeat) -> None:
     """The body of a forked worker: it listens once it is ready to serve (its siblings take
     the connections until then)."""
     _forked(config, seat.metrics_dir)
-    asyncio.run(serve(config, _listener(config, held), RealFileSystem(), WorkerRole(seat)))
+    role = StandbyWorkerRole(seat) if config.follow else WorkerRole(seat)
+    asyncio.run(serve(config, _listener(config, held), RealFileSystem(), role))
 
 
 def _forked(config: Config, metrics_dir: str) -> None:

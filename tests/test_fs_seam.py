@@ -10,6 +10,8 @@ Aliases (``import os as o``, ``from os import fsync``) are followed.
 Exempt, each for a reason:
 
 - ``fsseam/fs.py`` and ``fsseam/simfs.py``: the seam and its simulated twin;
+- ``fsseam/flocks.py``: the seam's real cross-process locks (``flock``), which
+  ``fsseam/fs.py`` hands out (``FileSystem.open_lock``) and ``simfs`` simulates;
 - ``service/http/file_body.py``: ``os.write``/``os.dup``/``os.close`` work on socket
   descriptors only (the payload is read through the seam's file object);
 - ``service/media/images.py``: imports ``io`` for ``io.BytesIO`` only, to hand Pillow an
@@ -55,6 +57,7 @@ CHECKED_TREES = ("fsseam", "journal", "service")
 EXEMPT = {
     "fsseam/fs.py",
     "fsseam/simfs.py",
+    "fsseam/flocks.py",
     "service/http/file_body.py",
     "service/media/images.py",
     "service/procs/supervisor.py",

@@ -1,24 +1,29 @@
-"""The audit log in the process that owns it: one hash chain, written in groups.
+"""The audit log as one serving process appends to it: one hash chain, written in groups.
 
-``append`` seals a record at once, on the event loop (its sequence and ``prev`` are taken
-there, so the chain's order is the order of the calls), and queues its line; one write and,
-in strict durability, one fsync then carry every record queued meanwhile, as the journal's
-group commit does, on a thread of the log's own (batches are written in order). Strict: the
-caller awaits the future ``append`` returns, which resolves once its record is on disk, and
-only then answers its request. Balanced: the lines go to the OS soon, without an fsync.
+Every serving process keeps an ``AuditLog`` of the same data dir and appends its own
+requests' records (``service.audit.shared``: the processes take turns at the chain's end
+under a lock, so there is one chain with one gapless ``sequence``). ``append`` queues a
+record's fields on the event loop; one write and, in strict durability, one fsync then carry
+every record this process queued meanwhile, as the journal's group commit does, on a thread of
+the log's own (batches are written in order; a batch is sealed under the lock, so this
+process's records keep the order of its calls). Strict: the caller awaits the future
+``append`` returns, which resolves once its record is on disk, and only then answers its
+request. Balanced: the lines go to the OS soon, without an fsync.
 
 A failed write or fsync is fail-stop, as the journal's: the records of that batch and every
 later ``append`` raise ``AuditUnavailableError`` (503) until a restart, which cuts any torn
-line and continues the chain after the last whole record. An fsync is never retried (its
-failure may have dropped the pages it was to write).
+line and continues the chain after the last whole record; the other processes stop taking
+records too (the chain may lack what this one wrote). An fsync is never retried (its failure
+may have dropped the pages it was to write).
 
 Retention: ``prune`` removes whole segments older than ``retention_seconds`` after writing
 the signed anchor of the log that remains (``service.audit.segments``). ``verify`` checks
 the chain from the anchor (or the genesis) to the last record, and that the last one on
-disk is the last one appended. ``page`` reads records after a sequence, filtered.
+disk is the last one any process appended. ``page`` reads records after a sequence, filtered.
 
 Thread-safety: ``append``, ``flush``, ``prune``, ``close`` on the event-loop thread; the
-file work runs on the log's thread (writes, prunes) or the given executor (reads).
+file work runs on the log's thread (writes, prunes) or the given executor (reads). Prunes
+run in one process (the writer's), under the chain's lock.
 """
 
 from __future__ import annotations
@@ -34,13 +39,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from fsseam.fs import FileSystem
-from service.audit.record import ChainChecker, Verification, parse_line, seal
+from service.audit.record import ChainChecker, Verification, parse_line
 from service.audit.segments import (
     AUDIT_DIRNAME,
     Anchor,
-    SegmentWriter,
     Tail,
-    find_tail,
     lines_of,
     list_segments,
     read_all,
@@ -48,6 +51,7 @@ from service.audit.segments import (
     records_of,
     write_anchor,
 )
+from service.audit.shared import SharedChain, cut_record
 from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms, rfc3339_ms
 
@@ -64,8 +68,6 @@ MAX_PAGE = 1000
 DEFAULT_PAGE = 100
 MAX_SEQUENCE = 10**18 - 1
 """The largest ``since`` a page accepts."""
-TAIL_CUT = "audit:tail_cut"
-"""The action of the record a start makes when it cut whole lines off the log's end."""
 
 
 class AuditUnavailableError(ApiError):
@@ -81,14 +83,14 @@ class AuditUnavailableError(ApiError):
 
 @dataclass(slots=True)
 class _Batch:
-    first_sequence: int
-    day: str
-    lines: list[bytes] = field(default_factory=list)
-    waiters: list[asyncio.Future[int]] = field(default_factory=list)
+    fields: list[dict[str, Any]] = field(default_factory=list)
+    waiters: list[tuple[int, asyncio.Future[int]]] = field(default_factory=list)
+    """(index in ``fields``, future) of the strict appends awaiting the write."""
 
 
 class AuditLog:
-    """The audit log of a data dir (see the module docstring)."""
+    """The audit log of a data dir, as one process appends to it (see the module
+    docstring)."""
 
     def __init__(
         self,
@@ -109,9 +111,7 @@ class AuditLog:
         self._segment_bytes = segment_bytes
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit")
         self._readers = readers or self._thread
-        self._writer: SegmentWriter | None = None
-        self._next = 1
-        self._prev = ""
+        self._writer: SharedChain | None = None
         self._batch: _Batch | None = None
         self._flusher: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
@@ -123,16 +123,24 @@ class AuditLog:
         """A write or fsync failed: no more records until a restart."""
         return self._failure is not None
 
+    async def stopped(self) -> bool:
+        """Whether this log or another serving process's failed: no records until a
+        restart (for ``/health``)."""
+        if self._failure is not None or self._writer is None:
+            return self._failure is not None
+        return await self._on_thread(self._writer.stopped)
+
     @property
     def last_sequence(self) -> int:
-        """The sequence of the last record appended (0: none yet)."""
-        return self._next - 1
+        """The chain's last sequence as this process last saw it: after the open, the
+        chain's end; after a write, this process's last record or later (0: none yet)."""
+        return self._writer.last_sequence if self._writer is not None else 0
 
     async def open(self) -> None:
         """Find the end of the chain (cutting a torn line) before the first ``append``."""
-        tail: Tail = await self._on_thread(find_tail, self.fs, self.directory, self._secret)
-        self._next, self._prev = tail.next_sequence, tail.last_hash
-        self._writer = SegmentWriter(self.fs, self.directory, tail)
+        writer = SharedChain(self.fs, self.directory, self._secret)
+        tail: Tail = await self._on_thread(writer.open)
+        self._writer = writer
         if tail.cut_lines:
             log.error(
                 "cut %d bytes (%d lines) off the audit log's end, kept aside as .broken: the "
@@ -143,6 +151,7 @@ class AuditLog:
             wait = self.append(cut_record(tail.cut_bytes))
             if wait is not None:
                 await wait
+            await self.flush()
 
     async def _on_thread(self, function: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._thread, function, *args)
@@ -153,22 +162,20 @@ class AuditLog:
     # -- appending -------------------------------------------------------------------------
 
     def append(self, fields: dict[str, Any]) -> asyncio.Future[int] | None:
-        """Seal ``fields`` as the next record and queue it; strict: a future resolved with
-        its sequence once it is on disk (``AuditUnavailableError`` if it cannot be)."""
+        """Queue ``fields`` as a record of this process's next batch (sealed when the batch
+        is written, under the chain's lock); strict: a future resolved with its sequence
+        once it is on disk (``AuditUnavailableError`` if it cannot be)."""
         if self._failure is not None or self._writer is None:
             raise AuditUnavailableError()
-        record, line = seal(fields, self._next, self._prev)
-        self._next += 1
-        self._prev = record["hash"]
         self.appended += 1
         batch = self._batch
         if batch is None:
-            batch = self._batch = _Batch(record["sequence"], str(record["time"])[:10])
-        batch.lines.append(line)
+            batch = self._batch = _Batch()
         future: asyncio.Future[int] | None = None
         if self._strict:
             future = asyncio.get_running_loop().create_future()
-            batch.waiters.append(future)
+            batch.waiters.append((len(batch.fields), future))
+        batch.fields.append(fields)
         if self._flusher is None:
             # A task, not a call: it starts after the requests answered in this loop
             # iteration have queued theirs, so they share one write and one fsync.
@@ -182,21 +189,17 @@ class AuditLog:
             while self._batch is not None and self._failure is None:
                 batch, self._batch = self._batch, None
                 try:
-                    await self._on_thread(
+                    first = await self._on_thread(
                         lambda b=batch: writer.write(
-                            b.first_sequence,
-                            b.day,
-                            b.lines,
-                            sync=self._strict,
-                            roll_bytes=self._segment_bytes,
+                            b.fields, sync=self._strict, roll_bytes=self._segment_bytes
                         )
                     )
                 except Exception as exc:
                     self._fail(exc, batch)
                     return
-                for waiter in batch.waiters:
+                for index, waiter in batch.waiters:
                     if not waiter.done():
-                        waiter.set_result(batch.first_sequence)
+                        waiter.set_result(first + index)
                 await asyncio.sleep(0)  # let the requests woken join the next batch
         finally:
             self._flusher = None
@@ -207,7 +210,7 @@ class AuditLog:
             log.error("writing the audit log failed, refusing further records: %r", exc)
         waiters = batch.waiters + (self._batch.waiters if self._batch is not None else [])
         self._batch = None
-        for waiter in waiters:
+        for _, waiter in waiters:
             if not waiter.done():
                 waiter.set_exception(AuditUnavailableError())
 
@@ -229,8 +232,15 @@ class AuditLog:
         """Remove the segments whose every record is older than the retention (on the
         log's thread, between writes); how many were removed."""
         cutoff = rfc3339_ms(now_ms() - round(self.retention_seconds * 1000))
+        assert self._writer is not None, "open first"
         removed: int = await self._on_thread(
-            prune_segments, self.fs, self.directory, self._secret, cutoff, rfc3339_ms(now_ms())
+            self._writer.locked,
+            prune_segments,
+            self.fs,
+            self.directory,
+            self._secret,
+            cutoff,
+            rfc3339_ms(now_ms()),
         )
         if removed:
             log.info("removed %d audit segments older than %s", removed, cutoff)
@@ -242,7 +252,8 @@ class AuditLog:
         """Check the whole chain on disk (written records; a batch being written is waited
         for) and that it ends with the last record appended."""
         await self.flush()
-        expected_last = self.last_sequence
+        assert self._writer is not None, "open first"
+        expected_last = await self._on_thread(self._writer.chain_end)
         result: Verification = await self._on_reader(
             verify_chain, self.fs, self.directory, self._secret
         )
@@ -261,25 +272,6 @@ class AuditLog:
         return await self._on_reader(
             read_page, self.fs, self.directory, self._secret, since, limit, bucket, user_id
         )
-
-
-def cut_record(cut_bytes: int) -> dict[str, Any]:
-    """The record the log makes of a cut it made at the open (``action`` ``audit:tail_cut``,
-    ``status`` 0: the server's own, no request's), so the chain itself says so."""
-    return {
-        "time": rfc3339_ms(now_ms()),
-        "request_id": "-",
-        "principal": {"user_id": None},
-        "source": "",
-        "method": "-",
-        "path": "",
-        "bucket": None,
-        "key": None,
-        "version_id": None,
-        "action": TAIL_CUT,
-        "status": 0,
-        "bytes": cut_bytes,
-    }
 
 
 # -- blocking work ----------------------------------------------------------------------------

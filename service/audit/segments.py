@@ -6,12 +6,15 @@ Layout (``docs/audit-format.md`` is the specification; this module its implement
         audit-00000000000000000001.jsonl   records 1 .. (one per line, oldest first)
         audit-00000000000000004711.jsonl   records 4711 .. (the name is its first sequence)
         anchor.json                        after a prune: where the kept log starts, signed
+        head                               the processes' lock and cache of the chain's end
+                                           (``service.audit.shared``; never the truth)
 
 A segment is append-only text: one record per line (``service.audit.record``), each line
 ending in ``\\n``. A start keeps the newest segment's run of whole records and cuts what
 follows: a torn last line (a write a crash cut short, of a request never answered), or the
 unsynced tail a power cut left half written; whole lines among what it cuts are kept in
-``<segment>.broken`` first, and the log records the cut (``AuditLog.open``). A new
+``<segment>.broken`` first, and the log records the cut (``AuditLog.open``); a process
+that finds another died in the middle of its append cuts likewise. A new
 segment starts once the current one holds ``segment_bytes`` or began on an earlier UTC day,
 so that retention can drop whole files.
 
@@ -23,8 +26,8 @@ it replaces are removed, so a crash between leaves extra old segments, which the
 removes and every reader skips.
 
 Blocking file work through the ``fsseam`` seam (so the crash matrix can cut the power in it);
-callers run it off the event loop. Thread-safety: functions are safe from any thread; a
-``SegmentWriter`` belongs to one thread at a time.
+callers run it off the event loop (the appends: ``service.audit.shared``).
+Thread-safety: functions are safe from any thread.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from typing import Any
 
 from fsseam import crashpoints
 from fsseam.durable import make_dirs_durably
-from fsseam.fs import FileSystem, WritableFile
+from fsseam.fs import FileSystem
 from service.audit.record import GENESIS, canonical, parse_line
 from service.auth.signing import derive_key
 
@@ -156,7 +159,7 @@ def write_anchor(fs: FileSystem, directory: str, secret: bytes, anchor: Anchor) 
     crashpoints.hit("audit.prune.after_anchor")
 
 
-# -- the writer ------------------------------------------------------------------------------
+# -- the tail ------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -244,65 +247,3 @@ def find_tail(fs: FileSystem, directory: str, secret: bytes) -> Tail:
             last["sequence"] + 1, str(last.get("hash", "")), first, good, day, cut_bytes, cut_lines
         )
     return Tail(anchor.sequence, anchor.prev, None, 0, "", cut_bytes, cut_lines)
-
-
-class SegmentWriter:
-    """Appends lines to the newest segment, starting new ones (one thread at a time)."""
-
-    def __init__(self, fs: FileSystem, directory: str, tail: Tail) -> None:
-        self._fs = fs
-        self._directory = directory
-        self._file: WritableFile | None = None
-        self.first = tail.segment_first
-        self.size = tail.segment_bytes
-        self.day = tail.segment_day
-
-    def write(
-        self, first_sequence: int, day: str, lines: list[bytes], *, sync: bool, roll_bytes: int
-    ) -> None:
-        """Append ``lines`` (records from ``first_sequence`` on, the first of them of UTC
-        ``day``), in a new segment when the current one is full or of an earlier day; with
-        ``sync``, fsync before returning."""
-        if self.first is None or self.size >= roll_bytes or (day != self.day and self.size):
-            self._start(first_sequence, day, sync=sync)
-        elif self._file is None:
-            assert self.first is not None
-            self._file = self._fs.open_append(
-                os.path.join(self._directory, segment_name(self.first))
-            )
-        assert self._file is not None
-        data = b"".join(lines)
-        if crashpoints.installed() and len(data) > 1:
-            # Two writes, so a crash test can stop the process between them: a torn line.
-            half = len(data) // 2
-            self._file.write(data[:half])
-            crashpoints.hit("audit.append.mid_write")
-            self._file.write(data[half:])
-        else:
-            self._file.write(data)
-        self.size += len(data)
-        crashpoints.hit("audit.append.after_write")
-        if sync:
-            self._file.fsync()  # the records are durable before their requests are answered
-            crashpoints.hit("audit.append.after_fsync")
-
-    def _start(self, first_sequence: int, day: str, *, sync: bool) -> None:
-        if self._file is not None and not sync:
-            # Balanced: a segment is synced once, when it is done, so only the newest one
-            # can hold a power cut's unfinished writes (which a start cuts off)...
-            self._file.fsync()
-            self._fs.fsync_dir(self._directory)  # ...and its name with it
-        self.close()
-        path = os.path.join(self._directory, segment_name(first_sequence))
-        if self._fs.exists(path):
-            self._fs.unlink(path)  # an empty file of that name left by a crash
-        self._file = self._fs.create(path)
-        if sync:
-            self._fs.fsync_dir(self._directory)  # the new segment's name, before its records
-        crashpoints.hit("audit.segment.roll")
-        self.first, self.size, self.day = first_sequence, 0, day
-
-    def close(self) -> None:
-        if self._file is not None:
-            file, self._file = self._file, None
-            file.close()

@@ -3,8 +3,8 @@
 Every request that reached authorisation is recorded once it is answered: writes, admin
 actions and refusals (401, 403, 423) always; reads (GET and HEAD: objects, lists) only with
 ``SERVICE_AUDIT_READS=1``. ``AuditTrail.record`` builds the fields (``service.audit.record``)
-and hands them to the sink: the log itself in the process that owns it, or the writer over
-the local socket in a worker (``service.procs``). In strict durability it returns what to
+and hands them to the sink: this process's ``AuditLog`` (every serving process appends to
+the one chain itself, ``service.audit.shared``). In strict durability it returns what to
 await before the answer may go out (the record is then on disk); in balanced, nothing.
 
 Who: ``principal`` names the user and the credential the request presented, never the

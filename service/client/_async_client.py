@@ -103,6 +103,10 @@ class AsyncServiceClient(ClientBase):
         contract lists a minimum set of fields that grows)."""
         return await self._driver.run(admin.system_info())
 
+    async def replication_status(self) -> dict[str, Any]:
+        """The replication role, position and lag, the standbys and the archive (admins)."""
+        return await self._driver.run(admin.replication_status())
+
     async def system_performance(self) -> dict[str, Any]:
         """Throughput and latency percentiles of PUT and GET over the recent window."""
         return await self._driver.run(admin.system_performance())

@@ -104,6 +104,10 @@ class ServiceClient(ClientBase):
         contract lists a minimum set of fields that grows)."""
         return self._driver.run(admin.system_info())
 
+    def replication_status(self) -> dict[str, Any]:
+        """The replication role, position and lag, the standbys and the archive (admins)."""
+        return self._driver.run(admin.replication_status())
+
     def system_performance(self) -> dict[str, Any]:
         """Throughput and latency percentiles of PUT and GET over the recent window."""
         return self._driver.run(admin.system_performance())

@@ -26,6 +26,7 @@ __all__ = [
     "list_users",
     "login",
     "metrics",
+    "replication_status",
     "system_info",
     "system_performance",
     "update_access_key",
@@ -40,6 +41,10 @@ def health() -> Flow[Health]:
 
 def system_info() -> Flow[dict[str, Any]]:
     return (yield from _json_object(Call("GET", api("/system/info"))))
+
+
+def replication_status() -> Flow[dict[str, Any]]:
+    return (yield from _json_object(Call("GET", api("/replication"))))
 
 
 def system_performance() -> Flow[dict[str, Any]]:

@@ -43,6 +43,7 @@ STATUS_BY_CODE: Mapping[str, int] = {
     "UserAlreadyExists": 409,
     "InvalidState": 409,
     "EventsExpired": 410,
+    "RecordsGone": 410,
     "LengthRequired": 411,
     "PreconditionFailed": 412,
     "EntityTooLarge": 413,
@@ -53,6 +54,8 @@ STATUS_BY_CODE: Mapping[str, int] = {
     "TooManyRequests": 429,
     "InternalError": 500,
     "ServiceUnavailable": 503,
+    "ReadOnlyStandby": 503,
+    "ReplicationTimeout": 503,
     "InsufficientStorage": 507,
 }
 

@@ -32,7 +32,7 @@ import asyncio
 import errno
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from fsseam import crashpoints
@@ -117,6 +117,9 @@ class JournalCommitter:
         segments the journal keeps, released payloads it removes only once they are passed."""
         self.on_batch: list[Callable[[], None]] = []
         """Called after each group commit (a reader of the journal wakes)."""
+        self.confirmation: Callable[[int], Awaitable[None]] | None = None
+        """Sync replication: awaited with each committed record's sequence before the commit
+        returns (``service.replication.sync``); it raises when no standby confirmed in time."""
 
     @property
     def read_only_reason(self) -> str | None:
@@ -273,6 +276,14 @@ class JournalCommitter:
     async def commit(self, event: dict[str, Any]) -> Outcome:
         """Append ``event`` to the journal and return the outcome of applying it."""
         self.ensure_writable()
+        return await self.append(event)
+
+    async def append(self, event: dict[str, Any]) -> Outcome:
+        """``commit`` past the writability check: a standby's committer, which refuses every
+        mutation, appends the primary's records through here
+        (``service.replication.committer``)."""
+        if self._read_only_reason is not None:
+            raise ReadOnlyError()
         journal = self.journal
         if journal is None:
             raise NotServingError("the server is starting", retry_after=1)
@@ -290,6 +301,8 @@ class JournalCommitter:
         if self._records_since_snapshot >= self.engine.config.snapshot_every:
             self._records_since_snapshot = 0
             asyncio.get_running_loop().create_task(self.maybe_snapshot())
+        if self.confirmation is not None:
+            await self.confirmation(sequence)
         return outcome
 
     def _on_durable(self, record: Record) -> None:

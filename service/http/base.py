@@ -46,10 +46,13 @@ from service.http.served_content import SANDBOX_HEADERS
 from service.limits.fair_slots import SlotsFull
 from service.meta import MetaState
 from service.observability import FinishedRequest
+from service.replication.wire import HEADER_PRIMARY_URL
 
 log = logging.getLogger("service.http")
 
 BODYLESS_METHODS = ("GET", "HEAD", "DELETE")
+STANDBY_METHODS = ("GET", "HEAD", "OPTIONS")
+"""The methods a standby answers itself (reads); every other one is a write it refuses."""
 
 __all__ = [
     "BODYLESS_METHODS",
@@ -126,10 +129,17 @@ class ApiHandler(AuditedAnswer, tornado.web.RequestHandler):
         ctx.requests_in_flight.add(self)
 
     async def prepare(self) -> None:
-        """Cap bodies of body-less methods, refuse cross-site writes, then authenticate
-        every non-public request."""
+        """Cap bodies of body-less methods, refuse writes on a standby and cross-site
+        writes, then authenticate every non-public request."""
         if self.request.method in BODYLESS_METHODS:
             self.set_max_body_size(0)
+        primary = self.ctx.primary_url
+        if primary is not None and self.refused_on_standby():
+            raise ApiError(
+                "ReadOnlyStandby",
+                "this server is a standby: send writes to its primary",
+                headers={HEADER_PRIMARY_URL: primary},
+            )
         refusal = cross_site_refusal(
             self.request, self.ctx.cors, self.ctx.config.public_url, self.presigned()
         )
@@ -138,6 +148,11 @@ class ApiHandler(AuditedAnswer, tornado.web.RequestHandler):
         if not self.public:
             self.audit_reached = True  # authentication starts: the answer is recorded
             self.set_principal(self.authenticate())
+
+    def refused_on_standby(self) -> bool:
+        """Whether a standby refuses this request (every write; a route whose write is
+        maintenance of the standby's own disk, or a forwarder, says otherwise)."""
+        return self.request.method not in STANDBY_METHODS
 
     def presigned(self) -> bool:
         """Whether the request's own URL is its credential (a presigned request of a route

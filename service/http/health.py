@@ -17,8 +17,13 @@ class HealthHandler(ApiHandler):
         reasons = []
         if engine.read_only_reason is not None:
             reasons.append("journal read-only: " + engine.read_only_reason)
+        follower = self.ctx.follower
+        if follower is not None:
+            behind = follower.degraded_reason(self.ctx.config.replication_max_lag)
+            if behind is not None:
+                reasons.append(behind)
         audit = self.ctx.audit_log
-        if audit is not None and audit.failed:
+        if audit is not None and await audit.stopped():
             reasons.append("the audit log cannot record requests (a write failed): restart")
         corrupt = len(self.ctx.scrub.current_corrupt())
         if corrupt:
@@ -33,6 +38,9 @@ class HealthHandler(ApiHandler):
             "status": "degraded" if reasons else "ok",
             "version": __version__,
         }
+        if follower is not None:
+            body["role"] = "standby"
+            body["replication_lag"] = follower.lag()
         if reasons:
             body["reasons"] = reasons
         self.send_json(200, body)

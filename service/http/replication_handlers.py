@@ -1,8 +1,9 @@
 """``/api/v1/replication``: this server's replication role and position, and its archive.
 
-An administrator's (``system:info``). On a server without standbys it is the primary of
-epoch 1 in the configured mode, with no standbys, and its archive (or null) as the shipper
-reports it (``service.archive.shipper.Archiver.status``).
+An administrator's (``system:info``). A primary (epoch 1, in the configured mode) lists the
+standbys that read its feed (``service.replication.feed``); a standby reports its own
+position and lag behind its primary (``service.replication.follower``). The archive is as
+the shipper reports it (``service.archive.shipper.Archiver.status``), or null.
 """
 
 from __future__ import annotations
@@ -25,15 +26,27 @@ class ReplicationHandler(ApiHandler):
         self.send_json(200, self.document())
 
     def document(self) -> dict[str, Any]:
-        last = self.ctx.engine.committer.last_sequence()
-        archiver = self.ctx.archiver
-        return {
+        ctx = self.ctx
+        last = ctx.engine.committer.last_sequence()
+        archiver, follower, feed = ctx.archiver, ctx.follower, ctx.replication_feed
+        document: dict[str, Any] = {
             "role": "primary",
             "epoch": 1,
-            "mode": "async",
+            "mode": ctx.config.replication,
             "last_sequence": last,
             "applied_sequence": last,
             "lag": dict(NO_LAG),
-            "standbys": [],
+            "standbys": feed.status() if feed is not None else [],
             "archive": archiver.status() if archiver is not None else None,
         }
+        if follower is not None:
+            document.update(
+                role="standby",
+                mode="async",
+                primary_url=follower.primary.url,
+                last_sequence=max(follower.primary_sequence, last),
+                applied_sequence=follower.applied_sequence,
+                lag=follower.lag(),
+                last_error=follower.last_error,
+            )
+        return document

@@ -15,6 +15,10 @@ class ScrubHandler(ApiHandler):
     home = Home.JOURNAL
     SUPPORTED_METHODS = ("GET", "POST")
 
+    def refused_on_standby(self) -> bool:
+        """A pass re-reads this server's own disk: not a write, so a standby starts one."""
+        return False
+
     def get(self) -> None:
         self.authorize(Action.SYSTEM_INFO)
         self.send_json(200, self.ctx.scrub.document())

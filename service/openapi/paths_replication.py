@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.openapi.operations import ok, operation
+from service.openapi.operations import header_param, ok, operation, path_param, query_param
 from service.openapi.schemas import COUNT, TIMESTAMP, closed, nullable, ref
 
 API = "/api/v1"
@@ -32,6 +32,7 @@ def replication_schemas() -> dict[str, Any]:
                 "confirmed_sequence": COUNT,
                 "lag": ref("ReplicationLag"),
                 "connected_since": TIMESTAMP,
+                "connected": {"type": "boolean"},
             }
         ),
         "ArchiveStatus": closed(
@@ -52,7 +53,10 @@ def replication_schemas() -> dict[str, Any]:
                 "lag": ref("ReplicationLag"),
                 "standbys": {"type": "array", "items": ref("Standby")},
                 "archive": nullable(ref("ArchiveStatus")),
-            }
+                "primary_url": {"type": "string"},
+                "last_error": nullable({"type": "string"}),
+            },
+            optional=("primary_url", "last_error"),
         ),
     }
 
@@ -68,4 +72,87 @@ def replication_paths() -> dict[str, Any]:
                 errors=(400, 401, 403),
             ),
         },
+        **feed_paths(),
+    }
+
+
+OCTETS = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+SEQUENCE_HEADER = {"schema": {"type": "integer", "minimum": 0}}
+STANDBY = [
+    header_param(
+        "X-Standby-Id",
+        "The standby's id (1..64 of [A-Za-z0-9_-]); required",
+        {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+    ),
+    header_param(
+        "X-Standby-Lag-Bytes", "The standby's lag in bytes, as it counts it", {"type": "string"}
+    ),
+]
+
+
+def feed_paths() -> dict[str, Any]:
+    """The replication stream a standby reads (docs/api.md, "Standby and replication stream")."""
+
+    def feed(operation_id: str, summary: str, response: dict[str, Any], **more: Any) -> Any:
+        extra = more.pop("parameters", [])
+        return {
+            "get": operation(
+                operation_id,
+                summary,
+                tag="diagnostics",
+                responses={200: response},
+                errors=more.pop("errors", (400, 401, 403, 404)),
+                parameters=[*extra, *STANDBY],
+            )
+        }
+
+    return {
+        f"{API}/replication/snapshot": feed(
+            "getReplicationSnapshot",
+            "The newest journal snapshot, verbatim, for a standby's bootstrap (admin)",
+            ok(
+                "The snapshot (empty for a primary with no record).",
+                headers={"X-Snapshot-Sequence": SEQUENCE_HEADER},
+                content=OCTETS,
+            ),
+        ),
+        f"{API}/replication/secret": feed(
+            "getReplicationSecret",
+            "The signing secret, for a standby (admin)",
+            ok("The secret's bytes.", content=OCTETS),
+        ),
+        f"{API}/replication/records": feed(
+            "getReplicationRecords",
+            "The journal's frames from a sequence on, a long poll (admin)",
+            ok(
+                "Frames from `from` on (none after `wait` seconds without a new record).",
+                headers={
+                    "X-First-Sequence": SEQUENCE_HEADER,
+                    "X-Last-Sequence": SEQUENCE_HEADER,
+                    "X-Primary-Sequence": SEQUENCE_HEADER,
+                    "X-Server-Id": {"schema": {"type": "string"}},
+                },
+                content=OCTETS,
+            ),
+            parameters=[
+                query_param(
+                    "from",
+                    "First sequence wanted",
+                    {"type": "integer", "minimum": 1},
+                    required=True,
+                ),
+                query_param(
+                    "wait",
+                    "Seconds to wait for a record (<= 30)",
+                    {"type": "integer", "minimum": 0},
+                ),
+            ],
+            errors=(400, 401, 403, 404, 409, 410),
+        ),
+        f"{API}/replication/payloads/{{payload_id}}": feed(
+            "getReplicationPayload",
+            "A payload's bytes, for a standby (admin)",
+            ok("The payload's bytes.", content=OCTETS),
+            parameters=[path_param("payload_id", "A payload id from a record or snapshot")],
+        ),
     }

@@ -13,7 +13,7 @@ workers sharing the port (the roles themselves are assembled in ``service.roles`
 
 May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``, ``service.common``,
 ``service.config``, ``service.meta``, ``service.observability``, ``service.storage``,
-``service.index``, ``service.audit``, ``service.banner``, ``service.engine``,
+``service.index``, ``service.banner``, ``service.engine``,
 ``service.context``, ``service.http``.
 
 See docs/architecture.md, "Several processes".

@@ -10,7 +10,7 @@ on open sessions counts every creation in flight in one place, ``service.limits.
 the rest of a session's life but its parts: its status, abort and ``complete`` (the writer
 keeps the object's SHA-256 carried over the parts written in place, from every process, and
 seals their file, ``service.multipart.in_place``; the parts stay on any process), and the
-audit log's pages and verification (the log and its files are the writer's). A worker
+audit log's pages and verification (in the process that prunes the log). A worker
 passes such a request to the writer's second HTTP listener, a unix socket beside the commit
 socket, and streams the answer back as it comes (an event stream included).
 

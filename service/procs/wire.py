@@ -3,10 +3,7 @@
 Each frame is a 4-byte big-endian length and a msgpack array. A worker sends
 ``[request id, event]``; the writer answers ``[request id, OK, outcome]`` or
 ``[request id, REFUSED, kind, message, retry after, log detail]`` (the engine's domain errors,
-``service.engine.errors``, which the worker raises again). Audit records go as
-``[request id, AUDIT, [fields, ...]]`` and are answered ``[request id, OK, 0]`` once the
-writer's audit log holds them (on disk in strict durability), or refused likewise
-(``service.audit``). Many requests are in flight on one
+``service.engine.errors``, which the worker raises again). Many requests are in flight on one
 connection; answers come in any order, matched by the id (never 0: ``NOTE_ID`` frames carry
 a worker's notes, unanswered).
 
@@ -47,8 +44,6 @@ from service.meta.model import (
 
 OK = 0
 REFUSED = 1
-AUDIT = "audit"
-"""The second element of a frame carrying an audit record's fields (``service.audit``)."""
 NOTE_ID = 0
 """The request id of ``[0, {"uses": {access key id: ms}, "put": [...], "stored": [...],
 "get": [...]}]``: notes from a worker, unanswered (``service.procs.notes``)."""

@@ -20,14 +20,12 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
-from service.common.api_errors import ApiError
 from service.engine.errors import NotServingError
 from service.meta import Outcome
 from service.procs.wire import (
-    AUDIT,
     NOTE_ID,
     OK,
     FrameError,
@@ -151,27 +149,6 @@ class WriterLink:
             return decode_outcome(reply[2])
         raise decode_error(reply[2:])
 
-    def audit_sink(self, *, wait: bool) -> LinkedAudit:
-        """Where this worker's audit records go: the writer's log (``service.audit``)."""
-        return LinkedAudit(self, wait=wait)
-
-    async def audit(self, records: list[dict[str, Any]]) -> int:
-        """Send audit records' fields to the writer (one frame for all); the sequence of the
-        first once the writer's log holds them (strict: on disk), or the writer's refusal
-        (503 while it is away)."""
-        connection = await self._connect()
-        request_id = next(self._ids)
-        future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-        connection.pending[request_id] = future
-        try:
-            connection.writer.write(pack([request_id, AUDIT, records]))
-            reply = await future
-        finally:
-            connection.pending.pop(request_id, None)
-        if reply[1] == OK:
-            return int(reply[2])
-        raise decode_error(reply[2:])
-
     async def connect(self) -> None:
         """Connect now if not connected (so the writer's notes reach this process); a writer
         that is away is tried again at the next call."""
@@ -201,49 +178,3 @@ class WriterLink:
                     ) from None
                 self._connection = _Connection(reader, writer, self.on_note)
             return self._connection
-
-
-class LinkedAudit:
-    """A worker's audit sink (``service.audit.trail.AuditSink``): records go to the writer,
-    which keeps the one chain, in one frame per loop iteration (the requests answered
-    together share it, as they share the writer's fsync). Strict: each request waits for
-    the writer's answer to its frame. Balanced: sent without waiting; records the writer
-    could not take are logged as lost."""
-
-    def __init__(self, link: WriterLink, *, wait: bool) -> None:
-        self._link = link
-        self._wait = wait
-        self._batch: list[dict[str, Any]] | None = None
-        self._answer: asyncio.Future[int] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    def append(self, fields: dict[str, Any]) -> Awaitable[int] | None:
-        loop = asyncio.get_running_loop()
-        if self._batch is None or self._answer is None:
-            self._batch = []
-            self._answer = loop.create_future()
-            loop.call_soon(self._send)
-        self._batch.append(fields)
-        return asyncio.shield(self._answer) if self._wait else None
-
-    def _send(self) -> None:
-        batch, answer = self._batch or [], self._answer
-        self._batch = self._answer = None
-        task = asyncio.get_running_loop().create_task(self._deliver(batch, answer))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _deliver(
-        self, batch: list[dict[str, Any]], answer: asyncio.Future[int] | None
-    ) -> None:
-        try:
-            sequence = await self._link.audit(batch)
-        except ApiError as error:
-            if answer is not None and not answer.done():
-                answer.set_exception(error)
-                answer.exception()  # retrieved: a request that went away needs it no more
-            if not self._wait:
-                log.warning("%d audit records are lost: %s", len(batch), error)
-            return
-        if answer is not None and not answer.done():
-            answer.set_result(sequence)

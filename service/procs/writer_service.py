@@ -9,8 +9,7 @@ write: read-your-writes across processes.
 
 The writer tells every connected worker of each payload it quarantines (the scrub;
 ``tell_quarantined`` listens to the engine's quarantine), so no process serves it from the
-next request on. Workers send their audit records there too (they join the one chain,
-``service.audit``). Workers also send notes there (``service.procs.notes``): access keys' uses,
+next request on. Workers also send notes there (``service.procs.notes``): access keys' uses,
 which the writer journals with its own, and request figures for its ``system/performance``.
 Whoever else must hear of a worker's committed event (the multipart uploads carry the
 object's hash over a part written in place) is given as ``on_committed``.
@@ -28,12 +27,10 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from service.audit.trail import AuditSink
-from service.common.api_errors import ApiError, ServiceError
+from service.common.api_errors import ServiceError
 from service.engine.core import Engine
 from service.observability import PerformanceRecorder
 from service.procs.wire import (
-    AUDIT,
     NOTE_ID,
     OK,
     REFUSED,
@@ -54,8 +51,6 @@ class CommitService:
     """Set at ``start``."""
 
     def __init__(self, performance: PerformanceRecorder, path: str) -> None:
-        self._audit: AuditSink | None = None
-        """The audit log workers' records join (``service.audit``; None: no audit log)."""
         self._performance = performance
         self.path = path
         self._server: asyncio.AbstractServer | None = None
@@ -66,12 +61,9 @@ class CommitService:
         self,
         engine: Engine,
         on_committed: Callable[[Mapping[str, Any]], Awaitable[None]],
-        audit: AuditSink | None = None,
     ) -> None:
-        """Commit with ``engine``; ``on_committed`` hears of each event a worker committed;
-        workers' audit records join ``audit``."""
+        """Commit with ``engine``; ``on_committed`` hears of each event a worker committed."""
         self.engine = engine
-        self._audit = audit
         self._on_committed = on_committed
         self._server = await asyncio.start_unix_server(self._serve, path=self.path)
 
@@ -96,11 +88,6 @@ class CommitService:
                 frame = await read_frame(reader)
                 if frame[0] == NOTE_ID:
                     self._observe(frame[1])
-                    continue
-                if len(frame) == 3 and frame[1] == AUDIT:
-                    task = asyncio.get_running_loop().create_task(self._record(frame, writer))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
                     continue
                 task = asyncio.get_running_loop().create_task(self._commit(frame, writer))
                 self._tasks.add(task)
@@ -137,20 +124,3 @@ class CommitService:
                 out.write(pack(message))
         if message[1] == OK and outcome.ok:
             await self._on_committed(event)
-
-    async def _record(self, frame: list[Any], out: asyncio.StreamWriter) -> None:
-        """A worker's audit records join the one chain; answered once they are held."""
-        request_id, records = frame[0], frame[2]
-        try:
-            if self._audit is None:
-                raise ApiError("ServiceUnavailable", "the writer keeps no audit log", retry_after=1)
-            waits = [self._audit.append(fields) for fields in records]
-            for wait in waits:  # one group commit holds them all; the first resolves with it
-                if wait is not None:
-                    await wait
-            message = [request_id, OK, 0]
-        except ServiceError as error:
-            message = [request_id, REFUSED, *encode_error(error)]
-        if not out.is_closing():
-            with contextlib.suppress(ConnectionError):
-                out.write(pack(message))

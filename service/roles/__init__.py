@@ -19,7 +19,8 @@ docs/architecture.md, "Roles", walks through one.
 
 May import (docs/architecture.md, "Layers"): ``fsseam``, ``service.common``,
 ``service.config``, ``service.meta``, ``service.observability``, ``service.banner``,
-``service.engine``, ``service.archive``, ``service.ops``, ``service.multipart``,
+``service.engine``, ``service.archive``, ``service.replication``, ``service.ops``,
+``service.multipart``,
 ``service.media``, ``service.upkeep``, ``service.context``, ``service.http``, ``service.procs``,
 ``service.app``.
 """

@@ -6,7 +6,8 @@ they run all background work: the bootstrap of an empty data dir, the batched fl
 access keys' last use, the reapers of expired multipart sessions and video shares, the
 video job runner, the lifecycle passes, the webhook deliveries, the scrub, and the journal's
 own care (GC, snapshots, the balanced checkpoint: ``service.engine.journaled``), with their
-metrics; and, with ``SERVICE_ARCHIVE``, the continuous archive (``service.archive``), a reader
+metrics; the replication feed standbys read (``service.replication.feed``); and, with
+``SERVICE_ARCHIVE``, the continuous archive (``service.archive``), a reader
 of the journal made with the engine so that nothing it still needs goes before it starts.
 ``JournalOwner`` is that shared part; each of the two roles holds one.
 
@@ -14,6 +15,8 @@ Thread-safety: event-loop thread only.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 from fsseam.fs import FileSystem
 from service.archive.metrics import ArchiveCollector
@@ -30,9 +33,13 @@ from service.meta import records
 from service.multipart.operations import reap_expired_uploads
 from service.observability import Metrics
 from service.ops.first_run import bootstrap_if_empty
+from service.replication.feed import ReplicationFeed
+from service.replication.metrics import FeedCollector
 from service.upkeep.metrics import UpkeepCollector
 
 KEY_USAGE_FLUSH_SECONDS = 60.0
+FORGET_CHECK_SECONDS = 60.0
+"""How often standbys silent for long lose their slot (``ReplicationFeed.forget_silent``)."""
 SHARE_REAP_SECONDS = 600.0
 
 
@@ -44,6 +51,8 @@ class JournalOwner:
         self.committer = JournalCommitter(self.own)
         self.archiver: Archiver | None = None
         """Ships to ``SERVICE_ARCHIVE`` when set; made with the engine."""
+        self.feed: ReplicationFeed | None = None
+        """What standbys read (``service.replication.feed``); made with the engine."""
 
     def build_engine(
         self, config: Config, fs: FileSystem, metrics: Metrics, *, startup_gc_grace: float
@@ -60,6 +69,7 @@ class JournalOwner:
         engine = Engine(config, committer, self.own, fs=fs)
         if config.archive:
             self.archiver = make_archiver(engine, committer, config.archive)
+        self.feed = ReplicationFeed(engine, committer)
         return engine
 
     async def start(self, ctx: AppContext) -> None:
@@ -70,6 +80,14 @@ class JournalOwner:
             self.archiver.start()  # the server secret it ships exists by now (``service.server``)
             ctx.archiver = self.archiver
             ctx.metrics.add_collector(ArchiveCollector(self.archiver))
+        if self.feed is not None:
+            if config.replication == "sync":
+                # After the first start's bootstrap, which no standby can confirm yet.
+                self.feed.wait_for_standbys(config.replication_timeout)
+            ctx.replication_feed = self.feed
+            ctx.metrics.add_collector(FeedCollector(self.feed))
+            feed = self.feed
+            engine.add_background_job(FORGET_CHECK_SECONDS, _async(feed.forget_silent))
         engine.add_background_job(KEY_USAGE_FLUSH_SECONDS, lambda: flush_key_usage(engine))
         reap_interval = max(0.5, min(60.0, config.multipart_ttl / 4))
         engine.add_background_job(reap_interval, lambda: reap_expired_uploads(ctx.uploads))
@@ -92,6 +110,15 @@ class JournalOwner:
         await ctx.scrub.stop()
         if self.archiver is not None:
             await self.archiver.stop()
+        if self.feed is not None:
+            self.feed.close()
+
+
+def _async(function: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        function()
+
+    return run
 
 
 def observe_journal_batch(metrics: Metrics, records: int, seconds: float) -> None:

@@ -59,7 +59,7 @@ class WriterRole:
     async def start(self, ctx: AppContext, app: tornado.web.Application) -> list[H1Server]:
         engine = ctx.engine
         await self.owner.start(ctx)
-        await self.commits.start(engine, ctx.uploads.note_committed, ctx.audit_log)
+        await self.commits.start(engine, ctx.uploads.note_committed)
         engine.quarantined.listeners.append(self.commits.tell_quarantined)
         engine.add_background_job(STALE_READERS_SECONDS, self.owner.committer.clear_stale_readers)
         engine.add_background_job(REFRESH_SECONDS, lambda: self.performance.refresh(engine))

@@ -5,12 +5,20 @@ The audit log writes through the engine's ``FileSystem`` seam, so a SimFS power 
 error lands in it like in the journal. This module adds, for the matrix:
 
 - kinds: ``audit_append`` (records in groups across segment rolls, each group awaited as a
-  request awaits its record), ``audit_prune`` (old segments removed behind a signed anchor)
-  and ``audit_recovery`` (the start after a torn write: the torn line is cut);
+  request awaits its record), ``audit_prune`` (old segments removed behind a signed anchor),
+  ``audit_recovery`` (the start after a torn write: the torn line is cut), and two with two
+  serving processes' logs on one data dir (``service.audit.shared``): ``audit_shared`` (the
+  two take turns at the chain's end, each rolling segments under the other) and
+  ``audit_peer_recovery`` (one was SIGKILLed in the middle of its append, leaving a whole
+  line the head does not know and a torn one; the other's next append repairs the tail
+  under the lock and goes on);
 - a check on every recovered machine of those kinds: the log opens (cutting a torn tail),
   its chain verifies from the anchor (or the genesis) to its end, every record whose append
   was acknowledged is there unchanged when the image is firm (strict: always), and the chain
   goes on: one more record appends and the whole still verifies.
+
+Acknowledged records are known by their request ids (two processes' records interleave in
+an order only the lock decides).
 
 Thread-safety: none; one event loop per scenario (the log's own thread does its file work,
 one step at a time).
@@ -24,7 +32,8 @@ from typing import Any
 
 from service.audit.log import AuditLog, AuditUnavailableError
 from service.audit.record import seal
-from service.audit.segments import AUDIT_DIRNAME, list_segments, read_anchor
+from service.audit.segments import AUDIT_DIRNAME, list_segments, read_anchor, segment_name
+from service.audit.shared import HEAD_NAME, Head
 from tests.crash.checkkit import Verdict
 from tests.crash.enginekit import DATA_DIR, SimMachine
 
@@ -66,10 +75,17 @@ def open_log(machine: SimMachine) -> AuditLog:
     )
 
 
-def _acked(machine: SimMachine) -> dict[int, str]:
-    """The sequences (and hashes) of the records whose append was acknowledged."""
-    acked: dict[int, str] = machine.log.upkeep.setdefault("audit", {})
+def _acked(machine: SimMachine) -> dict[str, tuple[int, str]]:
+    """Request id -> (``bytes``, ``time``) of every record whose append was acknowledged."""
+    acked: dict[str, tuple[int, str]] = machine.log.upkeep.setdefault("audit", {})
     return acked
+
+
+def _serial(machine: SimMachine) -> int:
+    """A new request number (request ids are unique across crashes and processes)."""
+    counter: list[int] = machine.log.upkeep.setdefault("audit_serial", [0])
+    counter[0] += 1
+    return counter[0]
 
 
 async def append_group(machine: SimMachine, log: AuditLog, count: int, time: str) -> None:
@@ -78,9 +94,8 @@ async def append_group(machine: SimMachine, log: AuditLog, count: int, time: str
     acked = _acked(machine)
     pending = []
     for _ in range(count):
-        index = log.last_sequence + 1
-        record, _ = seal(fields(index, time), index, log._prev)
-        pending.append((record, log.append(fields(index, time))))
+        record = fields(_serial(machine), time)
+        pending.append((record, log.append(record)))
     for _, wait in pending:
         if wait is not None:
             await wait
@@ -89,7 +104,23 @@ async def append_group(machine: SimMachine, log: AuditLog, count: int, time: str
         if log.failed:
             return  # written nowhere: a balanced request answered so is the mode's risk
     for record, _ in pending:
-        acked[record["sequence"]] = record["hash"]
+        acked[record["request_id"]] = (record["bytes"], record["time"])
+
+
+async def open_logs(machine: SimMachine, context: dict[str, Any]) -> list[AuditLog]:
+    """Two serving processes' logs of one data dir (each its own handles and lock hold)."""
+    logs = [open_log(machine), open_log(machine)]
+    for log in logs:
+        await log.open()
+    context["audit_logs"] = logs
+    return logs
+
+
+def kill(log: AuditLog) -> None:
+    """What a SIGKILL leaves of a process's log: its lock hold ends, nothing else runs."""
+    assert log._writer is not None
+    log._writer.close()
+    log._thread.shutdown(wait=False)
 
 
 def audit_kinds(base_setup: Step, must: Callable[[Any], Awaitable[Any]]) -> dict[str, Any]:
@@ -137,10 +168,44 @@ def audit_kinds(base_setup: Step, must: Callable[[Any], Awaitable[Any]]) -> dict
             await log.open()
         await log.close()
 
+    async def shared_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+        await base_setup(machine, context)
+        first, _ = await open_logs(machine, context)
+        await append_group(machine, first, 3, OLD)
+
+    async def shared_appends(machine: SimMachine, context: dict[str, Any]) -> None:
+        # Turns in a fixed order (a crash scenario replays identically); the real processes
+        # of tests/audit/test_audit_shared.py append at once.
+        for turn in range(6):
+            log: AuditLog = context["audit_logs"][turn % 2]
+            with contextlib.suppress(AuditUnavailableError):
+                await append_group(machine, log, 2, NEW)
+
+    async def peer_killed_setup(machine: SimMachine, context: dict[str, Any]) -> None:
+        await base_setup(machine, context)
+        victim, _ = await open_logs(machine, context)
+        await append_group(machine, victim, 3, OLD)
+        kill(victim)  # in the middle of its next append: one whole line, one torn
+        directory = f"{DATA_DIR}/{AUDIT_DIRNAME}"
+        head = Head.decode(machine.fs.read_bytes(f"{directory}/{HEAD_NAME}"))
+        assert head is not None and head.segment is not None
+        _, line = seal(fields(_serial(machine), NEW), head.next, head.prev)
+        out = machine.fs.open_append(f"{directory}/{segment_name(head.segment)}")
+        out.write(line + line[: len(line) // 2])
+        out.close()
+
+    async def survivor_appends(machine: SimMachine, context: dict[str, Any]) -> None:
+        survivor: AuditLog = context["audit_logs"][1]
+        with contextlib.suppress(AuditUnavailableError):
+            for _ in range(2):
+                await append_group(machine, survivor, 2, NEW)
+
     return {
         "audit_append": (audit_setup, appends, {}),
         "audit_prune": (prune_setup, prune, {}),
         "audit_recovery": (torn_setup, reopen, {}),
+        "audit_shared": (shared_setup, shared_appends, {}),
+        "audit_peer_recovery": (peer_killed_setup, survivor_appends, {}),
     }
 
 
@@ -159,13 +224,14 @@ async def check_audit(machine: SimMachine, verdict: Verdict, *, firm: bool) -> N
         verdict.check(signed, "the audit anchor's signature does not check out")
         if firm:
             records, _ = await log.page(0, 10_000, None, None)
-            held = {record["sequence"]: record["hash"] for record in records}
-            for sequence, digest in sorted(_acked(machine).items()):
-                if sequence < anchor.sequence:
-                    continue  # pruned, behind the signed anchor
+            held = {record["request_id"]: record["bytes"] for record in records}
+            pruned = anchor.sequence > 1
+            for request_id, (size, time) in sorted(_acked(machine).items()):
+                if pruned and time == OLD and request_id not in held:
+                    continue  # behind the signed anchor
                 verdict.check(
-                    held.get(sequence) == digest,
-                    f"acknowledged audit record {sequence} is lost or changed",
+                    held.get(request_id) == size,
+                    f"acknowledged audit record {request_id} is lost or changed",
                 )
         await append_group(machine, log, 1, NEW)
         again = await log.verify()

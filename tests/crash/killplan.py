@@ -42,6 +42,14 @@ UNREACHABLE: dict[str, str] = {
         "request's record can be checked; the prune's crash states are the in-process "
         "matrix's (audit_prune). Armed at a start, whose prune finds nothing to remove."
     ),
+    "standby.payloads_stored": (
+        "a standby's (its copy of a primary's payloads): the primary of this run never "
+        "passes it; tests/crash/test_standby_crash.py kills a real standby there."
+    ),
+    "standby.snapshot_fetched": (
+        "a standby's bootstrap: the primary of this run never passes it; "
+        "tests/crash/test_standby_crash.py kills a real standby there."
+    ),
 }
 """Points a real process cannot reach by a kill, and why; armed anyway, never hit."""
 

@@ -15,6 +15,9 @@ import pathlib
 PROJECT = pathlib.Path(__file__).resolve().parent.parent.parent
 SOURCE_TREES = ("journal", "service")
 HTTP_TREE = "service/http/"
+STANDBY_TREE = "service/replication/"
+"""A standby's points need a primary over HTTP: ``tests/crash/test_standby_crash.py`` kills a
+real standby at each of them."""
 
 
 def _hits(path: pathlib.Path) -> set[str]:
@@ -58,3 +61,9 @@ def http_only_crash_points() -> set[str]:
         *(names for path, names in by_file.items() if not path.startswith(HTTP_TREE))
     )
     return http - elsewhere
+
+
+def standby_only_crash_points() -> set[str]:
+    """Points only a standby passes (its bootstrap and its copies of payloads)."""
+    by_file = crash_points_by_file()
+    return set().union(*(names for path, names in by_file.items() if path.startswith(STANDBY_TREE)))

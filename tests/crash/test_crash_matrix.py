@@ -17,7 +17,11 @@ import pytest
 
 from tests.crash.indexkit import INDEX_FATES
 from tests.crash.matrix import KINDS, Plan, dry_run, run_kind_sync
-from tests.crash.points import all_crash_points, http_only_crash_points
+from tests.crash.points import (
+    all_crash_points,
+    http_only_crash_points,
+    standby_only_crash_points,
+)
 
 BALANCED_FAST = (
     "put",
@@ -35,6 +39,8 @@ BALANCED_FAST = (
     "scrub",
     "archive_ship",
     "audit_append",
+    "audit_shared",
+    "audit_peer_recovery",
     "fleet_outputs",
 )
 FAST = [(name, "strict") for name in KINDS] + [(name, "balanced") for name in BALANCED_FAST]
@@ -128,6 +134,15 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
     "audit_append": frozenset(
         {"audit.append.mid_write", "audit.append.after_write", "audit.segment.roll"}
     ),
+    "audit_shared": frozenset(
+        {
+            "audit.append.mid_write",
+            "audit.append.after_write",
+            "audit.segment.named",
+            "audit.segment.roll",
+        }
+    ),
+    "audit_peer_recovery": frozenset({"audit.append.mid_write", "audit.append.after_write"}),
     "audit_prune": frozenset({"audit.prune.after_anchor"}),
     "audit_recovery": frozenset({"audit.open.truncate"}),
 }
@@ -138,6 +153,8 @@ STRICT_POINTS: dict[str, frozenset[str]] = {
     "batch": frozenset({"put.after_group_sync"}),
     "batch_fsync": frozenset({"put.after_data_fsync", "put.after_dir_fsync", "batch.staged"}),
     "audit_append": frozenset({"audit.append.after_fsync"}),
+    "audit_shared": frozenset({"audit.append.after_fsync"}),
+    "audit_peer_recovery": frozenset({"audit.append.after_fsync"}),
 }
 """More points a kind passes in strict durability only (a shared file-system sync)."""
 
@@ -183,13 +200,13 @@ def test_no_crash_state_breaks_the_durability_claims_exhaustively(
 
 
 def test_every_named_crash_point_is_passed_in_process() -> None:
-    """Each point outside the HTTP layer is reached by some operation of the matrix (the
-    real-process suite covers the HTTP ones and kills the server at every point)."""
+    """Each point outside the HTTP layer and the standby is reached by some operation of the
+    matrix (the real-process suites cover those, and kill the server at every point)."""
     hits: Counter[str] = Counter()
     for mode in ("strict", "balanced"):
         for kind in KINDS.values():
             hits.update(asyncio.run(dry_run(kind, Plan(mode))).hits)  # type: ignore[arg-type]
-    wanted = all_crash_points() - http_only_crash_points()
+    wanted = all_crash_points() - http_only_crash_points() - standby_only_crash_points()
     assert wanted - set(hits) == set()
     assert len(wanted) >= 25
 

@@ -1,4 +1,5 @@
-"""``svc admin user|key|bucket ...``: users, access keys and bucket settings (admins)."""
+"""``svc admin user|key|bucket|audit|replication ...``: users, access keys, bucket settings,
+the audit log and the replication status (admins)."""
 
 from __future__ import annotations
 
@@ -298,6 +299,46 @@ def audit(
     ]
     columns = ("seq", "time", "user", "action", "status", "target")
     app.output.table(columns, rows, records)
+
+
+@admin_group.group(name="replication")
+def replication_group() -> None:
+    """Replication: status."""
+
+
+@replication_group.command(name="status")
+@click.argument("alias")
+@pass_app
+def replication_status(app: App, alias: str) -> None:
+    """The replication role of ALIAS, its position and lag, its standbys (admins).
+
+    \b
+    Examples:
+      svc admin replication status local
+      svc admin replication status standby --json
+    """
+    client = app.client(_alias(app, alias))
+    with about(alias):
+        status = client.replication_status()
+    lag = status["lag"]
+    lines = [
+        f"role: {status['role']} (mode {status['mode']}, epoch {status['epoch']})",
+        f"last sequence: {status['last_sequence']}, applied: {status['applied_sequence']}",
+        f"lag: {lag['records']} records, {lag['seconds']} s, {lag['bytes']} bytes",
+    ]
+    if status.get("primary_url"):
+        lines.append(f"primary: {status['primary_url']}")
+    if status.get("last_error"):
+        lines.append(f"last error: {status['last_error']}")
+    for standby in status["standbys"]:
+        lines.append(
+            f"standby {standby['id']} at {standby['address']}: confirmed "
+            f"{standby['confirmed_sequence']}, {standby['lag']['records']} records behind"
+        )
+    archive = status.get("archive")
+    if archive:
+        lines.append(f"archive: {archive['target']} at {archive['archived_sequence']}")
+    app.output.result(status, "\n".join(lines))
 
 
 def commands() -> list[click.Command]:

@@ -1,0 +1,176 @@
+"""The replication stream's routes on the primary (``service.replication.wire`` is the format).
+
+An administrator's (``system:info``), read-only, answered by the process that owns the
+journal (``Home.JOURNAL``: a worker forwards them). Every read of a file (snapshot, frames,
+payload) runs on the executor, a window at a time, so a standby's copy never holds the
+event loop and never blocks a write. A server that is itself a standby has no feed: 404.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fsseam.fs import FileSystem
+from service.auth import Action
+from service.common.api_errors import ApiError
+from service.http.base import ApiHandler, Home
+from service.replication.feed import RecordsGoneError, ReplicationFeed, StandbySlot
+from service.replication.wire import (
+    HEADER_FIRST,
+    HEADER_LAST,
+    HEADER_PRIMARY_SEQUENCE,
+    HEADER_SERVER_ID,
+    HEADER_SNAPSHOT_SEQUENCE,
+    HEADER_STANDBY_ID,
+    HEADER_STANDBY_LAG_BYTES,
+    server_identity,
+    standby_id_ok,
+)
+from service.storage.direct import parse_direct_id, read_region
+from service.storage.layout import is_valid_payload_id
+
+WINDOW_BYTES = 1 << 20
+"""A file is sent a window of this size at a time (read on the executor)."""
+OCTETS = "application/octet-stream"
+
+
+class _FeedHandler(ApiHandler):
+    home = Home.JOURNAL
+    SUPPORTED_METHODS = ("GET",)
+
+    def feed(self) -> ReplicationFeed:
+        self.authorize(Action.SYSTEM_INFO)
+        feed = self.ctx.replication_feed
+        if feed is None:
+            raise ApiError("NotFound", "this server is not a primary: it has no replication feed")
+        return feed
+
+    def slot(self, feed: ReplicationFeed, confirmed: int, *, durable: bool = True) -> StandbySlot:
+        standby_id = self.request.headers.get(HEADER_STANDBY_ID, "")
+        if not standby_id_ok(standby_id):
+            raise ApiError("InvalidArgument", f"{HEADER_STANDBY_ID} must name the standby")
+        lag = self.request.headers.get(HEADER_STANDBY_LAG_BYTES, "0")
+        lag_bytes = int(lag) if lag.isdigit() and len(lag) < 19 else 0
+        address = self.request.remote_ip or "-"
+        return feed.note(standby_id, address, confirmed, lag_bytes, durable=durable)
+
+    async def send_file(self, path: str) -> None:
+        """The whole file at ``path`` (opened on the executor; one window in memory)."""
+        engine = self.ctx.engine
+        source = await engine.run_blocking(engine.fs.open_read, path)
+        try:
+            await self.send_open(source.read)
+        finally:
+            source.close()
+
+    async def send_open(self, read: Callable[[int], bytes]) -> None:
+        """What ``read`` gives, a window at a time, each read on the executor."""
+        engine = self.ctx.engine
+        self.set_header("Content-Type", OCTETS)
+        while chunk := await engine.run_blocking(read, WINDOW_BYTES):
+            self.write(chunk)
+            self.bytes_out += len(chunk)
+            await self.flush()
+        self.finish()
+
+
+class SnapshotFeedHandler(_FeedHandler):
+    route_name = "/api/v1/replication/snapshot"
+
+    async def get(self) -> None:
+        feed = self.feed()
+        sequence, source = await feed.newest_snapshot()
+        # Its slot keeps every record after the snapshot from now; nothing is confirmed yet.
+        self.slot(feed, sequence, durable=False)
+        self.set_header(HEADER_SNAPSHOT_SEQUENCE, str(sequence))
+        if source is None:
+            self.set_header("Content-Type", OCTETS)
+            self.finish()
+            return
+        try:
+            await self.send_open(source.read)
+        finally:
+            source.close()
+
+
+class SecretFeedHandler(_FeedHandler):
+    route_name = "/api/v1/replication/secret"
+
+    async def get(self) -> None:
+        feed = self.feed()
+        await self.send_file(feed.secret_path())
+
+
+class PayloadFeedHandler(_FeedHandler):
+    route_name = "/api/v1/replication/payloads/{payload_id}"
+
+    async def get(self, payload_id: str) -> None:
+        self.feed()
+        engine = self.ctx.engine
+        located = parse_direct_id(payload_id)
+        try:
+            if located is not None:
+                upload_id, offset, size = located
+                path = engine.store.direct_file(upload_id)
+                data = await engine.run_blocking(_read_whole_region, engine.fs, path, offset, size)
+                self.set_header("Content-Type", OCTETS)
+                self.bytes_out += len(data)
+                self.finish(data)
+                return
+            if not is_valid_payload_id(payload_id):
+                raise ApiError("InvalidArgument", "not a payload id")
+            if payload_id in engine.quarantined:
+                raise FileNotFoundError(payload_id)
+            source = await engine.run_blocking(engine.store.open_payload, payload_id)
+        except (FileNotFoundError, EOFError):
+            raise ApiError("NotFound", f"payload {payload_id} is not held here") from None
+        try:
+            self.set_header("Content-Length", str(source.size()))
+            await self.send_open(source.read)
+        finally:
+            source.close()
+
+
+def _read_whole_region(fs: FileSystem, path: str, offset: int, size: int) -> bytes:
+    """A part written in place (at most a part's size); gone with its upload's file."""
+    try:
+        return b"".join(bytes(window) for window in read_region(fs, path, offset, size))
+    except OSError as exc:
+        raise FileNotFoundError(path) from exc
+
+
+class RecordsFeedHandler(_FeedHandler):
+    route_name = "/api/v1/replication/records"
+
+    async def get(self) -> None:
+        feed = self.feed()
+        first = self._number("from", None)
+        if first < 1:
+            raise ApiError("InvalidArgument", "from must be a sequence >= 1")
+        wait = float(self._number("wait", 0))
+        try:
+            slot = self.slot(feed, first - 1)
+            frames = await feed.records(slot, first, wait)
+        except RecordsGoneError as exc:
+            raise ApiError(
+                "RecordsGone", f"{exc}: the standby must bootstrap again from a snapshot"
+            ) from None
+        except ValueError as exc:
+            raise ApiError("InvalidState", str(exc)) from None
+        self.set_header("Content-Type", OCTETS)
+        self.set_header(HEADER_FIRST, str(frames.first))
+        self.set_header(HEADER_LAST, str(frames.last))
+        self.set_header(HEADER_PRIMARY_SEQUENCE, str(frames.primary_sequence))
+        self.set_header(HEADER_SERVER_ID, server_identity(self.ctx.server_secret))
+        self.bytes_out += len(frames.data)
+        self.finish(frames.data)
+
+    def _number(self, name: str, default: int | None) -> int:
+        raw = self.get_query_argument(name, None)
+        if raw is None:
+            if default is None:
+                raise ApiError("InvalidArgument", f"{name} is required")
+            return default
+        if not raw.isdigit() or len(raw) > 18:
+            raise ApiError("InvalidArgument", f"{name} must be a non-negative integer")
+        return int(raw)

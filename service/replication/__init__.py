@@ -1,0 +1,16 @@
+"""Replication: a standby that follows a primary's journal (docs/replication.md).
+
+- ``wire``: the stream's paths, headers and numbers, shared by both sides.
+- ``feed``: on the primary, what each standby reads (snapshot, records, payloads) and where
+  each one is (a ``ReaderHolds`` position, like a Postgres replication slot).
+- ``payloads``: on the standby, a payload fetched, verified by SHA-256 and fsynced before
+  any record that references it is appended.
+- ``bootstrap``: a fresh standby's copy of the primary's newest snapshot and its payloads,
+  resumable after a crash without copying again what it holds.
+- ``committer``: the standby's committer, which refuses every mutation but the shipped
+  records; ``follower``: the loop that fetches and applies them, and the lag it reports.
+
+May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``, ``service.common``,
+``service.config``, ``service.auth``, ``service.storage``,
+``service.engine``, ``service.archive``.
+"""

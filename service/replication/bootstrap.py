@@ -1,0 +1,202 @@
+"""A fresh standby's copy of its primary: the signing secret, the newest snapshot, and every
+payload that snapshot references; then the journal opens at that snapshot.
+
+A data dir is fresh when its journal holds neither a snapshot nor a segment. The copy is
+made in an order that a crash (a SIGKILL of the standby, a cut connection) can interrupt
+anywhere and the next start resumes:
+
+1. the signing secret (``server-secret``), replaced durably: presigned URLs and share links
+   made on the primary verify here;
+2. the newest snapshot, streamed into ``standby/snapshot.partial``, fsynced;
+3. every payload it references that is not in place yet (``service.replication.payloads``:
+   verified and fsynced one by one; what a previous attempt placed is not copied again);
+4. the snapshot renamed into the journal directory, and that directory fsynced: from here on
+   the data dir is a standby's, and the journal opens at the snapshot.
+
+The snapshot itself (metadata only) is fetched again at each attempt, so a resumed bootstrap
+starts from the primary's newest state; payloads of an older attempt that the new snapshot
+no longer references are orphans the start's sweep removes.
+
+The standby's id (``standby/id``), made once, names it to the primary (its slot).
+
+Thread-safety: blocking; runs on the engine's executor before the journal opens.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from fsseam import crashpoints
+from fsseam.durable import make_dirs_durably, read_file, replace_file
+from fsseam.fs import FileSystem
+from journal.segment import list_segments
+from journal.snapshot import SnapshotReader, list_snapshots, load_snapshot, snapshot_name
+from service.archive.refs import PayloadRef, for_each_snapshot_payload
+from service.auth.server_secret import SERVER_SECRET_FILENAME
+from service.config import Config
+from service.engine.core import Engine
+from service.replication.payloads import PayloadFetcher, ReplicationError
+from service.replication.wire import (
+    HEADER_SNAPSHOT_SEQUENCE,
+    HEADER_STANDBY_ID,
+    SECRET_PATH,
+    SNAPSHOT_PATH,
+    parse_credentials,
+)
+
+log = logging.getLogger("service.replication")
+
+STANDBY_DIR = "standby"
+PARTIAL = "snapshot.partial"
+PAYLOAD_BATCH = 256
+HTTP_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+
+
+@dataclass(frozen=True)
+class PrimaryLink:
+    """Where the primary is and how this standby talks to it."""
+
+    url: str
+    access_key: str
+    secret_key: str
+    standby_id: str
+
+    def sync_client(self) -> httpx.Client:
+        return httpx.Client(**self.client_options())
+
+    def async_client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(**self.client_options())
+
+    def client_options(self) -> dict[str, Any]:
+        return dict(
+            base_url=self.url.rstrip("/"),
+            auth=(self.access_key, self.secret_key),
+            headers={HEADER_STANDBY_ID: self.standby_id},
+            timeout=HTTP_TIMEOUT,
+        )
+
+
+def standby_id(fs: FileSystem, data_dir: str) -> str:
+    """This data dir's standby id, made (durably) at its first start."""
+    directory = os.path.join(data_dir, STANDBY_DIR)
+    path = os.path.join(directory, "id")
+    found = read_file(fs, path)
+    if found:
+        return found.decode().strip()
+    make_dirs_durably(fs, directory)
+    made = "sb_" + secrets.token_hex(8)
+    replace_file(fs, path, made.encode())
+    return made
+
+
+def primary_link(config: Config, fs: FileSystem) -> PrimaryLink:
+    """The primary a standby's settings name (``load_config`` checked them)."""
+    assert config.follow is not None and config.follow_credentials is not None
+    key, secret = parse_credentials(config.follow_credentials)
+    return PrimaryLink(config.follow, key, secret, standby_id(fs, config.data_dir))
+
+
+def is_fresh(engine: Engine) -> bool:
+    """Whether the journal holds nothing yet (no snapshot, no segment)."""
+    fs, journal_dir = engine.fs, engine.config.journal_dir
+    if not fs.exists(journal_dir):
+        return True
+    return not list_snapshots(fs, journal_dir) and not list_segments(fs, journal_dir)
+
+
+def bootstrap_if_needed(engine: Engine, primary: PrimaryLink) -> int:
+    """Copy the primary into a fresh data dir (module docstring); the payloads copied."""
+    if not is_fresh(engine):
+        return 0
+    log.info("bootstrapping this standby from %s", primary.url)
+    with primary.sync_client() as client:
+        _copy_secret(engine, client)
+        sequence, partial = _fetch_snapshot(engine, client)
+        if sequence == 0:
+            log.info("the primary has no record yet: following from the first")
+            return 0
+        copied = _fetch_payloads(engine, client, partial, sequence)
+    fs, journal_dir = engine.fs, engine.config.journal_dir
+    make_dirs_durably(fs, journal_dir)
+    # The commit point of the bootstrap: the journal now opens at this snapshot.
+    fs.rename(partial, os.path.join(journal_dir, snapshot_name(sequence)))
+    fs.fsync_dir(journal_dir)  # the renamed snapshot survives a power loss
+    log.info("bootstrapped at record %d: %d payloads copied", sequence, copied)
+    return copied
+
+
+def _copy_secret(engine: Engine, client: httpx.Client) -> None:
+    answer = client.get(SECRET_PATH)
+    _check(answer, "the signing secret")
+    path = os.path.join(engine.config.data_dir, SERVER_SECRET_FILENAME)
+    make_dirs_durably(engine.fs, engine.config.data_dir)
+    replace_file(engine.fs, path, answer.content, mode=0o600)
+
+
+def _fetch_snapshot(engine: Engine, client: httpx.Client) -> tuple[int, str]:
+    fs = engine.fs
+    directory = os.path.join(engine.config.data_dir, STANDBY_DIR)
+    make_dirs_durably(fs, directory)
+    partial = os.path.join(directory, PARTIAL)
+    if fs.exists(partial):
+        fs.unlink(partial)  # an earlier attempt's: the primary's newest is fetched again
+    with client.stream("GET", SNAPSHOT_PATH) as answer:
+        _check(answer, "the snapshot")
+        sequence = int(answer.headers.get(HEADER_SNAPSHOT_SEQUENCE, "0"))
+        if sequence == 0:
+            return 0, partial
+        target = fs.create(partial)
+        try:
+            for chunk in answer.iter_bytes():
+                target.write(chunk)
+            target.fsync()  # the snapshot's bytes are durable before it is renamed into use
+        finally:
+            target.close()
+    fs.fsync_dir(directory)  # so a resumed bootstrap finds what it fetched
+    crashpoints.hit("standby.snapshot_fetched")
+    if load_snapshot(fs, partial, sequence) is None:
+        raise ReplicationError(f"the primary's snapshot {sequence} arrived damaged")
+    return sequence, partial
+
+
+def _fetch_payloads(engine: Engine, client: httpx.Client, path: str, sequence: int) -> int:
+    snapshot = load_snapshot(engine.fs, path, sequence, verify=False)
+    if snapshot is None:
+        raise ReplicationError(f"snapshot {sequence} cannot be read")
+    fetcher = PayloadFetcher(engine, client)
+    batch: list[PayloadRef] = []
+    copied = 0
+
+    def on_ref(ref: PayloadRef) -> None:
+        nonlocal copied
+        batch.append(ref)
+        if len(batch) >= PAYLOAD_BATCH:
+            copied += _fetch_batch(engine, fetcher, batch)
+            batch.clear()
+
+    reader = SnapshotReader(snapshot)
+    try:
+        for_each_snapshot_payload(reader, on_ref)
+        reader.check()
+    finally:
+        reader.close()
+    copied += _fetch_batch(engine, fetcher, batch)
+    return copied
+
+
+def _fetch_batch(engine: Engine, fetcher: PayloadFetcher, batch: list[PayloadRef]) -> int:
+    fetched = fetcher.fetch(batch)
+    if fetched.payloads:
+        log.info("bootstrap: %d payloads (%d bytes) copied", fetched.payloads, fetched.bytes)
+    return fetched.payloads
+
+
+def _check(answer: httpx.Response, what: str) -> None:
+    if answer.status_code != 200:
+        raise ReplicationError(f"{what}: the primary answered {answer.status_code}")

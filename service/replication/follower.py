@@ -1,0 +1,206 @@
+"""A standby following its primary: fetch records, fetch their payloads, append, apply.
+
+One loop on the standby's journal owner asks the primary for the records after its own last
+one (a long poll: the answer comes as soon as the primary commits, in batches), fetches and
+verifies every payload they reference (``service.replication.payloads``), and only then
+appends them to its own journal, which applies them (``StandbyCommitter.apply_shipped``). So
+a record is in the standby's journal only once every byte it points to is durable here, and
+the next request's ``from`` (its last sequence + 1) tells the primary what it holds.
+
+A cut connection, a primary that restarts, or any unusable answer is retried after a pause
+(1 s, growing to 10 s); the position is the journal's own, so a restart of the standby
+resumes exactly where it stopped. A primary that no longer holds the next record (410
+RecordsGone: the standby was away longer than the primary kept records for it), is behind
+this standby (409) or is another server (``X-Server-Id``) stops the loop: the standby
+keeps serving what it has and says, in ``last_error`` and ``/health``, that it must
+bootstrap again (stop it, empty its data dir, start it).
+
+Lag, as ``GET /api/v1/replication`` reports it: ``records``, the primary's newest record
+(as last heard) minus the last one applied here; ``seconds``, 0 while this standby held
+every record the primary had at its last answer (heard within a poll's wait), else the time
+since it last did; ``bytes``, the frames and payloads of the batch being fetched.
+
+Thread-safety: event-loop thread; payloads are fetched on the engine's executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from journal.errors import JournalError
+from journal.tail import FramesDamagedError, split_frames
+from service.archive.refs import record_payload
+from service.engine.core import Engine
+from service.replication.bootstrap import PrimaryLink
+from service.replication.committer import StandbyCommitter
+from service.replication.payloads import PayloadFetcher, ReplicationError
+from service.replication.wire import (
+    HEADER_LAST,
+    HEADER_PRIMARY_SEQUENCE,
+    HEADER_SERVER_ID,
+    HEADER_STANDBY_LAG_BYTES,
+    MAX_RECORD_BYTES,
+    RECORDS_PATH,
+    server_identity,
+)
+
+log = logging.getLogger("service.replication")
+
+POLL_WAIT_SECONDS = 10.0
+"""How long one records request waits on the primary for a new record."""
+RETRY_SECONDS = (1.0, 2.0, 5.0, 10.0)
+
+
+class RecordsGone(Exception):
+    """The primary cannot continue this standby's journal (it no longer holds the next
+    record, or it is another server): bootstrap again."""
+
+
+class Follower:
+    """Follows the primary into the standby's journal (module docstring)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        committer: StandbyCommitter,
+        primary: PrimaryLink,
+        server_secret: bytes,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``server_secret``: this standby's (copied from its primary at the bootstrap)."""
+        self._engine = engine
+        self._identity = server_identity(server_secret)
+        self._committer = committer
+        self.primary = primary
+        self._clock = clock
+        self.primary_sequence = committer.last_sequence()
+        """The primary's newest record, as it said in its last answer."""
+        self.caught_up_at = clock()
+        """When this standby last held every record the primary had."""
+        self.heard_at = 0.0
+        """Monotonic time of the primary's last answer (0: none since the start)."""
+        self.last_error: str | None = None
+        self.needs_bootstrap = False
+        self.pending_bytes = 0
+        self.applied_records = 0
+        self.fetched_payloads = 0
+        self.fetched_bytes = 0
+        self._task: asyncio.Task[None] | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._fetch_client: httpx.Client | None = None
+
+    # -- what the status reads ----------------------------------------------------------
+
+    @property
+    def applied_sequence(self) -> int:
+        return self._committer.last_sequence()
+
+    def lag(self) -> dict[str, Any]:
+        applied = self.applied_sequence
+        records = max(0, self.primary_sequence - applied)
+        fresh = self.heard_at and time.monotonic() - self.heard_at <= POLL_WAIT_SECONDS + 5.0
+        seconds = 0.0 if records == 0 and fresh else max(0.0, self._clock() - self.caught_up_at)
+        return {"records": records, "seconds": round(seconds, 3), "bytes": self.pending_bytes}
+
+    def degraded_reason(self, max_lag: float) -> str | None:
+        """Why ``/health`` says degraded, or None."""
+        if self.needs_bootstrap:
+            return f"this standby must bootstrap again: {self.last_error}"
+        seconds = float(self.lag()["seconds"])
+        if seconds > max_lag:
+            detail = f" ({self.last_error})" if self.last_error else ""
+            return f"replication lag {seconds:.0f} s exceeds {max_lag:g} s{detail}"
+        return None
+
+    # -- running -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per long poll
+        self._client = self.primary.async_client()
+        self._fetch_client = self.primary.sync_client()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        if self._client is not None:
+            await self._client.aclose()
+        if self._fetch_client is not None:
+            self._fetch_client.close()
+
+    async def _run(self) -> None:
+        failures = 0
+        while True:
+            try:
+                await self.step()
+                self.last_error = None
+                failures = 0
+            except RecordsGone as exc:
+                self.needs_bootstrap = True
+                self.last_error = str(exc)
+                log.error("replication stopped: %s", exc)
+                return
+            except (httpx.HTTPError, ReplicationError, FramesDamagedError, JournalError) as exc:
+                self.last_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                log.warning("following %s failed (will retry): %s", self.primary.url, exc)
+                pause = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]
+                failures += 1
+                await asyncio.sleep(pause)
+
+    async def step(self) -> None:
+        """One records request, its payloads, and the append of its records."""
+        assert self._client is not None and self._fetch_client is not None
+        first = self.applied_sequence + 1
+        answer = await self._client.get(
+            RECORDS_PATH,
+            params={"from": first, "wait": int(POLL_WAIT_SECONDS)},
+            headers={HEADER_STANDBY_LAG_BYTES: str(self.pending_bytes)},
+        )
+        if answer.status_code == 410:
+            raise RecordsGone(_message(answer))
+        if answer.status_code == 409:
+            # The primary is behind this standby: it only ships durable records, so this is
+            # another history (another server, or one restored from an older point).
+            raise RecordsGone(f"{_message(answer)}: it is not the history this standby holds")
+        if answer.status_code != 200:
+            raise ReplicationError(f"the primary answered {answer.status_code}: {_message(answer)}")
+        if answer.headers.get(HEADER_SERVER_ID) != self._identity:
+            raise RecordsGone(
+                f"{self.primary.url} is another server than the one whose data this standby "
+                "holds (its signing secret differs)"
+            )
+        self.heard_at = time.monotonic()
+        self.primary_sequence = int(answer.headers[HEADER_PRIMARY_SEQUENCE])
+        last = int(answer.headers[HEADER_LAST])
+        if last >= first:
+            shipped = split_frames(answer.content, first, MAX_RECORD_BYTES)
+            refs = [ref for each in shipped if (ref := record_payload(each.event())) is not None]
+            self.pending_bytes = len(answer.content) + sum(ref.size for ref in refs)
+            fetcher = PayloadFetcher(self._engine, self._fetch_client)
+            fetched = await self._engine.run_blocking(fetcher.fetch, refs)
+            self._engine.quarantined.update(fetched.lost)
+            self.fetched_payloads += fetched.payloads
+            self.fetched_bytes += fetched.bytes
+            await self._committer.apply_shipped(shipped)
+            # Balanced: durable before the next request confirms them (a sync primary
+            # acknowledges its writes on that confirmation). Strict: synced already.
+            await self._committer.sync()
+            self.applied_records += len(shipped)
+            self.pending_bytes = 0
+        if self.applied_sequence >= self.primary_sequence:
+            self.caught_up_at = self._clock()
+
+
+def _message(answer: httpx.Response) -> str:
+    with contextlib.suppress(ValueError, KeyError, TypeError):
+        return str(answer.json()["error"]["message"])
+    return answer.reason_phrase

@@ -1,0 +1,123 @@
+"""The standby: a fourth role, made of a journal owner that follows a primary.
+
+With ``SERVICE_FOLLOW`` set, the process that owns the journal is a ``StandbyOwner``: its
+committer is the ``StandbyCommitter`` (bootstrap from the primary before the journal opens,
+then only the primary's records; ``service.replication.committer``) and its background work
+is the follower (``service.replication.follower``), the scrub, and the journal's own care
+(GC, snapshots). None of the primary's background work runs here (first-run credentials,
+access keys' uses, reapers, lifecycle, video jobs, webhooks, the archive): each would commit,
+and the webhooks would deliver the primary's events twice.
+
+The standby's processes are the primary's: one process (``StandbyRole``, with
+``SERVICE_WORKERS=1``) or, by default, a writer and workers. The writer is a standby owner
+(``StandbyWriterRole``): it appends the primary's records to its index, which the workers
+read as they read any writer's (``service.procs.shared_state``), so every process serves
+reads from the standby's own disk and index. Every process refuses writes with 503
+ReadOnlyStandby and ``X-Primary-Url`` (``AppContext.primary_url``, read by
+``ApiHandler.prepare``); a worker forwards the writer's routes (replication status, health,
+scrub) to it as usual.
+
+Thread-safety: event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import tornado.httpserver
+import tornado.web
+
+from fsseam.fs import FileSystem
+from service.config import Config
+from service.context import AppContext
+from service.engine.core import Engine, OwnState
+from service.observability import Metrics
+from service.procs.supervisor import WriterSeat
+from service.replication.bootstrap import primary_link
+from service.replication.committer import StandbyCommitter
+from service.replication.follower import Follower
+from service.replication.metrics import StandbyCollector
+from service.roles.journal_owner import JournalOwner, observe_journal_batch
+from service.roles.single import SingleRole
+from service.roles.worker import WorkerRole
+from service.roles.writer import WriterRole
+
+log = logging.getLogger("service.replication")
+
+
+class StandbyOwner(JournalOwner):
+    """The journal owner of a standby (module docstring)."""
+
+    committer: StandbyCommitter
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.follower: Follower | None = None
+
+    def build_engine(
+        self, config: Config, fs: FileSystem, metrics: Metrics, *, startup_gc_grace: float
+    ) -> Engine:
+        own = OwnState()
+        self.own = own
+        self.committer = StandbyCommitter(own, primary_link(config, fs))
+        committer = self.committer
+        committer.startup_gc_grace = startup_gc_grace
+        committer.gc_observer = metrics.observe_gc_run
+        committer.snapshot_observer = metrics.observe_snapshot
+        committer.batch_observer = lambda records, seconds: observe_journal_batch(
+            metrics, records, seconds
+        )
+        engine = Engine(config, committer, own, fs=fs)
+        if config.archive:
+            log.warning("SERVICE_ARCHIVE is ignored on a standby: the primary ships the archive")
+        return engine
+
+    async def start(self, ctx: AppContext) -> None:
+        engine, config = ctx.engine, ctx.config
+        ctx.primary_url = config.follow
+        self.follower = Follower(engine, self.committer, self.committer.primary, ctx.server_secret)
+        self.follower.start()
+        ctx.follower = self.follower
+        ctx.metrics.add_collector(StandbyCollector(self.follower))
+        await ctx.scrub.start()
+        engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
+
+    async def stop(self, ctx: AppContext) -> None:
+        if self.follower is not None:
+            await self.follower.stop()
+        await ctx.scrub.stop()
+
+
+class StandbyRole(SingleRole):
+    """A standby in one process (``SERVICE_WORKERS=1``)."""
+
+    name = "standby"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owner = StandbyOwner()
+
+    def ready(self, ctx: AppContext) -> None:
+        print(
+            f"service: standby of {ctx.config.follow} serving reads on "
+            f"http://{ctx.config.host}:{ctx.config.port}",
+            flush=True,
+        )
+
+
+class StandbyWriterRole(WriterRole):
+    """The process of a standby's several that owns its journal and follows the primary."""
+
+    def __init__(self, seat: WriterSeat) -> None:
+        super().__init__(seat)
+        self.owner = StandbyOwner()
+
+
+class StandbyWorkerRole(WorkerRole):
+    """A standby's other processes: a worker that refuses writes itself."""
+
+    async def start(
+        self, ctx: AppContext, app: tornado.web.Application
+    ) -> list[tornado.httpserver.HTTPServer]:
+        ctx.primary_url = ctx.config.follow
+        return await super().start(ctx, app)

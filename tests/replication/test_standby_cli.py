@@ -1,0 +1,29 @@
+"""``svc admin replication status`` on a primary and on its standby (real processes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.cli.svckit import Svc
+from tests.replication.kit import Factory, start_standby, wait_caught_up
+
+
+def test_svc_shows_both_sides(server_factory: Factory, tmp_path: Path) -> None:
+    primary = server_factory()
+    standby = start_standby(server_factory, primary)
+    with primary.client() as api, standby.client() as copy:
+        assert api.post("/buckets", json={"name": "seen"}).status_code == 201
+        wait_caught_up(api, copy)
+    (tmp_path / "home").mkdir()
+    svc = Svc(tmp_path / "home")
+    for name, server in (("one", primary), ("two", standby)):
+        svc("alias", "set", name, server.url, server.access_key, server.secret_key)
+    shown = svc("admin", "replication", "status", "one").stdout
+    assert "role: primary (mode async, epoch 1)" in shown
+    assert "standby sb_" in shown and "0 records behind" in shown
+    (document,) = svc("admin", "replication", "status", "two", "--json").json()
+    assert document["role"] == "standby"
+    assert document["primary_url"] == primary.url
+    text = svc("admin", "replication", "status", "two").stdout
+    assert f"primary: {primary.url}" in text
+    assert "lag: 0 records" in text
