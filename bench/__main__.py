@@ -111,7 +111,12 @@ _POST_PROCESS: dict[str, Callable[[list[Row]], list[Row]]] = {"journal": journal
 
 
 def run_section(
-    name: str, profile: Profile, *, install_tools: bool, scale: Any = None
+    name: str,
+    profile: Profile,
+    *,
+    install_tools: bool,
+    scale: Any = None,
+    workers: list[str | None] | None = None,
 ) -> list[Row]:
     """Import the section's module lazily and call its ``run``, passing what it accepts."""
     module_name, _ = SECTIONS[name]
@@ -130,6 +135,8 @@ def run_section(
         kwargs["install_tools"] = install_tools
     if "scale" in accepted and scale is not None:
         kwargs["scale"] = scale
+    if "workers" in accepted and workers is not None:
+        kwargs["workers"] = workers
     rows = run(**kwargs)
     post = _POST_PROCESS.get(name)
     return post(rows) if post is not None else rows
@@ -147,6 +154,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--no-install", action="store_true", help="never apt-get install nginx-light and wrk"
+    )
+    parser.add_argument(
+        "--workers",
+        help="SERVICE_WORKERS settings of the server section, comma-separated: 'default' "
+        "(one process per CPU) and/or numbers (default: default,1)",
     )
     scale = parser.add_argument_group("scale section (docs/benchmarks.md)")
     scale.add_argument(
@@ -166,6 +178,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.populate_only and not args.keep:
         parser.error("--populate-only needs --keep")
     args.sections = [name.strip() for name in args.only.split(",") if name.strip()]
+    args.worker_settings = None
+    if args.workers:
+        names = [name.strip() for name in args.workers.split(",") if name.strip()]
+        if not names or any(name != "default" and not name.isdigit() for name in names):
+            parser.error("--workers takes 'default' and/or numbers, comma-separated")
+        args.worker_settings = [None if name == "default" else name for name in names]
     unknown = [name for name in args.sections if name not in SECTIONS]
     if unknown:
         parser.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
@@ -201,7 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         section_started = time.perf_counter()
         load_before = os.getloadavg()[0]
         try:
-            rows = run_section(name, profile, install_tools=install, scale=scale)
+            rows = run_section(
+                name, profile, install_tools=install, scale=scale, workers=args.worker_settings
+            )
             table = markdown_table(rows)
         except Exception:
             failed = True

@@ -146,20 +146,14 @@ def copy_fsync(source: str, directory: str) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and its live children (nginx's worker).
+    """User + system CPU seconds of a process and all its live descendants (nginx's
+    worker, our serving processes and their helpers).
 
     On a shared machine the server's CPU time per request varies far less than its
     requests/s, so the benches report it beside every load.
     """
     total = 0.0
-    pids = [pid]
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as children:
-                pids += [int(child) for child in children.read().split()]
-        except FileNotFoundError:
-            continue  # a thread that ended between the listing and the read
-    for each in pids:
+    for each in descendants(pid):
         try:
             with open(f"/proc/{each}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
@@ -169,6 +163,23 @@ def cpu_seconds(pid: int) -> float:
             continue  # a child that exited meanwhile
         total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every live process below it (from /proc)."""
+    found = [pid]
+    for each in found:
+        try:
+            tasks = os.listdir(f"/proc/{each}/task")
+        except FileNotFoundError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{each}/task/{task}/children") as children:
+                    found += [int(child) for child in children.read().split()]
+            except FileNotFoundError:
+                continue  # a thread that ended between the listing and the read
+    return found
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:

@@ -178,6 +178,8 @@ class LoadSpec:
     """A PUT body of this many bytes, the same for every request."""
     unique_paths: bool = False
     """Append ``-<worker>-<n>`` to the path so every request names a new key."""
+    query: str = ""
+    """Appended after the path (and its unique suffix): ``?fsync=true``."""
     range_span: int = 0
     """When > 0, each request asks for a random ``range_length`` window inside this size."""
     range_length: int = 0
@@ -221,7 +223,7 @@ def _lua_string(text: str) -> str:
 
 
 _WRK_SCRIPT = """
-local method, base = {method}, {path}
+local method, base, query = {method}, {path}, {query}
 local base_headers = {{ {headers} }}
 local body_bytes, unique = {body_bytes}, {unique}
 local range_span, range_length = {range_span}, {range_length}
@@ -243,6 +245,7 @@ function request()
   counter = counter + 1
   local path = base
   if unique then path = base .. "-" .. id .. "-" .. counter end
+  path = path .. query
   local headers = {{}}
   for name, value in pairs(base_headers) do headers[name] = value end
   if range_span > 0 then
@@ -271,6 +274,7 @@ def _run_wrk(spec: LoadSpec) -> LoadResult:
     script = _WRK_SCRIPT.format(
         method=_lua_string(spec.method),
         path=_lua_string(spec.path),
+        query=_lua_string(spec.query),
         headers=headers,
         body_bytes=spec.body_bytes,
         unique="true" if spec.unique_paths else "false",
@@ -335,6 +339,7 @@ def _run_python(spec: LoadSpec) -> LoadResult:
             while time.monotonic() < deadline:
                 counter += 1
                 path = f"{spec.path}-{worker_id}-{counter}" if spec.unique_paths else spec.path
+                path += spec.query
                 headers = dict(spec.headers)
                 if spec.range_span:
                     first = rng.randint(0, spec.range_span - spec.range_length)

@@ -70,7 +70,10 @@ from bench.server_rig import (
     nginx_row,
     object_path,
     on_anchor,
+    on_peer,
     on_server,
+    peer_put,
+    peer_row,
     pid_of,
     process_tree,
     put_from_file,
@@ -79,6 +82,7 @@ from bench.server_rig import (
     rig,
     size_label,
     start_server,
+    store_peer_big,
     tree_peak_rss_mib,
 )
 
@@ -130,6 +134,15 @@ def big_put(rig: Rig) -> list[Row]:
         **{f"put {setting.name}": put_new_key(setting) for setting in rig.settings},
         "raw_hashed": lambda: raw_write_fsync(anchor_dir, size, hashed=True),
     }
+    peer = rig.peer
+    if peer is not None:
+
+        def put_peer() -> float:
+            rig.big_puts += 1  # a new key each round, as ours
+            path = f"/bench/big-{rig.big_puts}?fsync=true"
+            return peer_put(peer, path, fd=rig.big_fd, segments=[(0, size)])
+
+        cases["peer"] = put_peer
     with sampling(rig):
         seconds = interleave(cases, rig.profile.repeats)
     mib = size / MIB
@@ -154,6 +167,7 @@ def big_put(rig: Rig) -> list[Row]:
                 anchor="raw write+SHA-256+fsync, one thread",
                 anchor_values=speed["raw_hashed"],
             ),
+            peer_row(rig, label, put, "MiB/s", speed.get("peer"), fsync=True),
         ]
     return rows
 
@@ -167,6 +181,10 @@ def big_get(rig: Rig) -> list[Row]:
             download, setting.strict.port, object_path("big"), auth_headers(setting.strict), size
         )
     cases["naive"] = lambda: download(rig.naive_strict.port, "/files/big.bin", {}, size)
+    if rig.peer is not None:
+        store_peer_big(rig)
+        peer_port = rig.peer.port
+        cases["peer"] = lambda: download(peer_port, "/bench/big.bin", {}, size)
     if rig.nginx is not None:
         nginx_port = rig.nginx.port
         cases["nginx"] = lambda: download(nginx_port, "/big.bin", {}, size)
@@ -201,6 +219,7 @@ def big_get(rig: Rig) -> list[Row]:
                 target=1.0,
             )
         )
+        rows.append(peer_row(rig, label, server, "MiB/s", speed.get("peer")))
     return rows + [memory_row(rig, setting) for setting in rig.settings]
 
 
@@ -246,6 +265,8 @@ def ranged_get(rig: Rig) -> list[Row]:
     loads["naive"] = on_anchor(base, rig.naive_strict)
     if rig.nginx is not None:
         loads["nginx"] = on_anchor(base, rig.nginx, port=rig.nginx.port, path="/big.bin")
+    store_peer_big(rig)
+    loads.update(on_peer(base, rig, "/bench/big.bin"))
     runs = rig.loads(loads)
     nginx_runs = {name: runs[name] for name in ("nginx",) if name in runs}
     rows = []
@@ -271,14 +292,36 @@ def ranged_get(rig: Rig) -> list[Row]:
                 anchor_values=rates(runs["naive"]),
                 notes=load_notes({f"server {setting.name}": server, "naive": runs["naive"]}),
             ),
+            peer_rate_row(rig, setting, label, server, runs, "req/s"),
         ]
+        rows += cpu_rows(setting, "random 64 KiB ranged GET", server, runs)
     return rows
+
+
+def peer_rate_row(
+    rig: Rig,
+    setting: Setting,
+    label: str,
+    server: list[Measured],
+    runs: dict[str, list[Measured]],
+    unit: str,
+    name: str = "peer",
+    *,
+    fsync: bool = False,
+) -> Row:
+    """Our load's rate against the peer's load ``name`` of the same rounds, with both CPU
+    notes (a row saying why when the peer did not run)."""
+    notes = ""
+    if name in runs:
+        notes = load_notes({f"server {setting.name}": server, "SeaweedFS": runs[name]})
+    return peer_row(rig, label, rates(server), unit, rates_of(runs, name), fsync=fsync, notes=notes)
 
 
 def cpu_rows(
     setting: Setting, label: str, server: list[Measured], anchors: dict[str, list[Measured]]
 ) -> list[Row]:
-    """CPU µs per request of the server beside the naive handler and the floor."""
+    """CPU µs per request of the server (all its processes) beside the naive handler, the
+    floor and the peer store, those of them that ran this load."""
     return [
         compare(
             setting.label(f"CPU per request, {label}"),
@@ -291,7 +334,9 @@ def cpu_rows(
         for name, anchor in (
             ("naive", "naive Tornado handler"),
             ("floor", "bare HTTPMessageDelegate floor"),
+            ("peer", "SeaweedFS filer (weed, one process)"),
         )
+        if name in anchors
     ]
 
 
@@ -320,6 +365,7 @@ def small_put(rig: Rig) -> list[Row]:
         loads[f"strict {setting.name}"] = on_server(naive, setting.strict, key)
     loads["naive strict"] = on_anchor(naive, rig.naive_strict)
     loads["floor strict"] = on_anchor(naive, rig.floor_strict, port=rig.floor_strict.port)
+    loads.update(on_peer(naive, rig, "/bench/strict-put", "?fsync=true", name="peer strict"))
     balanced = balanced_put_loads(rig, naive, key)
     runs = rig.loads({**loads, **balanced}, extra={"raw": raw_files})
     rows = []
@@ -349,6 +395,9 @@ def small_put(rig: Rig) -> list[Row]:
                 anchor=f"raw write+fsync+rename+dir fsync, {connections} threads",
                 anchor_values=raw,
             ),
+            peer_rate_row(
+                rig, setting, label, strict, runs, "objects/s", "peer strict", fsync=True
+            ),
         ]
     rows += balanced_put_rows(rig, runs)
     if rig.pinned is not None:
@@ -357,6 +406,9 @@ def small_put(rig: Rig) -> list[Row]:
     for setting in rig.settings:
         strict_anchors = {"naive": runs["naive strict"], "floor": runs["floor strict"]}
         balanced_anchors = {"naive": runs["naive balanced"], "floor": runs["floor balanced"]}
+        for anchors, peer in ((strict_anchors, "peer strict"), (balanced_anchors, "peer balanced")):
+            if peer in runs:
+                anchors["peer"] = runs[peer]
         rows += cpu_rows(
             setting, "4 KiB PUT, strict", runs[f"strict {setting.name}"], strict_anchors
         )
@@ -370,7 +422,11 @@ def only_pinned(loads: dict[str, Load]) -> dict[str, Load]:
     """The loads measured again with the generator pinned: our servers and the naive handler
     (the pinned rows compare the placements; the full set of anchors is in the shared rows,
     and leaving the rest out keeps the full profile under 10 minutes)."""
-    return {name: load for name, load in loads.items() if not name.startswith(("floor", "nginx"))}
+    return {
+        name: load
+        for name, load in loads.items()
+        if not name.startswith(("floor", "nginx", "peer"))
+    }
 
 
 def balanced_put_loads(rig: Rig, naive: LoadSpec, key: str) -> dict[str, Load]:
@@ -381,6 +437,7 @@ def balanced_put_loads(rig: Rig, naive: LoadSpec, key: str) -> dict[str, Load]:
     loads["floor balanced"] = on_anchor(naive, rig.floor_balanced, port=rig.floor_balanced.port)
     if rig.nginx is not None:
         loads["nginx dav"] = on_anchor(naive, rig.nginx, port=rig.nginx.port, path="/dav/small-put")
+    loads.update(on_peer(naive, rig, "/bench/balanced-put", name="peer balanced"))
     return loads
 
 
@@ -423,6 +480,9 @@ def balanced_put_rows(
                     target=0.4,
                 )
             )
+            rows.append(
+                peer_rate_row(rig, setting, label, server, runs, "objects/s", "peer balanced")
+            )
     return rows
 
 
@@ -447,6 +507,7 @@ def small_get(rig: Rig) -> list[Row]:
     loads["floor"] = on_anchor(naive, rig.floor_strict, port=rig.floor_strict.port)
     if rig.nginx is not None:
         loads["nginx"] = on_anchor(naive, rig.nginx, port=rig.nginx.port, path="/small.bin")
+    loads.update(on_peer(naive, rig, "/bench/small"))
     runs = rig.loads(loads)
     rows = small_get_rows(rig, runs)
     if rig.pinned is not None:
@@ -488,6 +549,7 @@ def small_get_rows(rig: Rig, runs: dict[str, list[Measured]], cpus: str | None =
                     target=0.15,
                 )
             )
+            rows.append(peer_rate_row(rig, setting, label, server, runs, "req/s"))
     return rows
 
 

@@ -37,8 +37,17 @@ from bench import (
     missing_row,
     scratch_dir,
 )
-from bench.anchors import FloorServer, NaiveServer, Nginx, cpu_seconds, ensure_tools
+from bench.anchors import (
+    FloorServer,
+    NaiveServer,
+    Nginx,
+    cpu_seconds,
+    descendants,
+    ensure_tools,
+)
 from bench.loadgen import HttpConnection, LoadResult, LoadSpec, basic_auth, run_load
+from bench.peer import SeaweedFS, ensure_weed
+from bench.peer import version as weed_version
 from service.procs.shared_metrics import requests_per_process
 from tests.serverproc import ServerProcess, free_port
 
@@ -102,7 +111,7 @@ def start_server(
 
 
 def _start(server: ServerProcess) -> None:
-    server.start()
+    server.start(timeout=120)  # a loaded machine starts slowly (argon2 at bootstrap)
     # /health answers once the writer serves; the supervisor forks the workers after it and
     # then prints its listening line (a single process prints it as it starts serving).
     deadline = time.monotonic() + 60
@@ -201,6 +210,10 @@ class Rig:
     floor_balanced: FloorServer
     nginx: Nginx | None
     missing: dict[str, str]
+    peer: SeaweedFS | None = None
+    """The peer store (``bench.peer``), None when weed is not installed."""
+    peer_version: str = "?"
+    peer_big_stored: bool = False
     big_puts: int = 0
 
     @property
@@ -301,19 +314,7 @@ def metrics_dir(server: ServerProcess) -> str:
 
 def process_tree(pid: int) -> list[int]:
     """``pid`` and its descendants (from /proc)."""
-    found = [pid]
-    for each in found:
-        try:
-            tasks = os.listdir(f"/proc/{each}/task")
-        except FileNotFoundError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{each}/task/{task}/children") as children:
-                    found += [int(child) for child in children.read().split()]
-            except FileNotFoundError:
-                continue
-    return found
+    return descendants(pid)
 
 
 def tree_memory_mib(pid: int) -> tuple[float, float]:
@@ -412,6 +413,15 @@ def rig(
         floor_balanced = FloorServer(naive_balanced_root, free_port(), "balanced")
         for anchor in (naive_strict, naive_balanced, floor_strict, floor_balanced):
             stack.enter_context(anchor)
+        peer = None
+        weed_missing = ensure_weed(install=install_tools)
+        if weed_missing is None:
+            ports = [free_port() for _ in range(6)]
+            peer = stack.enter_context(SeaweedFS(os.path.join(scratch, "weed"), ports))
+            with open(os.path.join(www, "small.bin"), "rb") as file:
+                peer_put(peer, "/bench/small", file.read())
+        else:
+            missing["weed"] = weed_missing
         settings = []
         for number, setting in enumerate(workers):
             strict, balanced = start_servers(
@@ -436,7 +446,67 @@ def rig(
             floor_balanced=floor_balanced,
             nginx=nginx,
             missing=missing,
+            peer=peer,
+            peer_version=weed_version() if peer is not None else "?",
         )
+
+
+def peer_put(
+    peer: SeaweedFS,
+    path: str,
+    body: bytes = b"",
+    *,
+    fd: int | None = None,
+    segments: Sequence[tuple[int, int]] = (),
+) -> float:
+    """Seconds for one PUT to the peer's filer (``body``, or ``segments`` of ``fd``)."""
+    with HttpConnection(peer.port) as connection:
+        started = time.perf_counter()
+        if fd is None:
+            response = connection.request("PUT", path, {}, body)
+        else:
+            response = connection.upload("PUT", path, {}, fd, segments)
+        elapsed = time.perf_counter() - started
+    if response.status not in (200, 201):
+        raise RuntimeError(f"SeaweedFS PUT {path}: {response.status} {response.body[:300]!r}")
+    return elapsed
+
+
+def store_peer_big(rig: Rig) -> None:
+    """The 1 GiB object on the peer, as ``big`` is on our servers (once per run)."""
+    if rig.peer is not None and not rig.peer_big_stored:
+        peer_put(rig.peer, "/bench/big.bin", fd=rig.big_fd, segments=[(0, rig.profile.big_bytes)])
+        rig.peer_big_stored = True
+
+
+def on_peer(
+    spec: LoadSpec, rig: Rig, path: str, query: str = "", *, name: str = "peer"
+) -> dict[str, Load]:
+    """``{name: load}`` aimed at the peer's filer, or nothing when it did not start."""
+    if rig.peer is None:
+        return {}
+    assert rig.peer.process is not None
+    load = replace(spec, port=rig.peer.port, path=path, query=query, headers={})
+    return {name: (load, rig.peer.process.pid, None)}
+
+
+def peer_row(
+    rig: Rig,
+    label: str,
+    values: list[float],
+    unit: str,
+    peer_values: list[float] | None,
+    *,
+    fsync: bool = False,
+    notes: str = "",
+) -> Row:
+    """The row against the peer (target >= 1.0x), or one saying why it did not run."""
+    if rig.peer is None or peer_values is None:
+        return missing_row(f"{label} vs SeaweedFS", rig.missing.get("weed", "SeaweedFS not run"))
+    anchor = f"SeaweedFS {rig.peer_version} filer" + (", ?fsync=true" if fsync else "")
+    return compare(
+        label, values, unit, anchor=anchor, anchor_values=peer_values, target=1.0, notes=notes
+    )
 
 
 def nginx_row(

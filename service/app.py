@@ -7,8 +7,11 @@ percent-decoded rest of the path after ``/objects/``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import tornado.routing
 import tornado.web
+from tornado.httputil import HTTPMessageDelegate
 
 from service.common.wire import API_PREFIX
 from service.context import AppContext
@@ -31,6 +34,7 @@ from service.http.fleet_handlers import (
     OutputsHandler,
     WorkersHandler,
 )
+from service.http.h1_exchange import H1Exchange
 from service.http.health import HealthHandler
 from service.http.identity import (
     AccessKeyHandler,
@@ -52,7 +56,7 @@ from service.http.multipart_handlers import (
 )
 from service.http.notification_handlers import BucketNotificationsHandler
 from service.http.object_handlers import ObjectHandler
-from service.http.object_reads import ObjectReadRouter, resolve_object_read
+from service.http.object_reads import ObjectReadRouter, direct_reads, resolve_object_read
 from service.http.openapi_handlers import DocsHandler, OpenApiHandler
 from service.http.preflight import ROUTE as PREFLIGHT_ROUTE
 from service.http.preflight import PreflightRouter
@@ -165,20 +169,30 @@ def route_names() -> list[str]:
     ]
 
 
+def object_read_router(ctx: AppContext) -> ObjectReadRouter:
+    """GET and HEAD of ``OBJECT_READ``: the ``ObjectRead`` router of that route."""
+    return ObjectReadRouter(
+        ctx,
+        ObjectHandler.route_name,
+        resolve_object_read,
+        {"bucket": "InvalidArgument", "key": "InvalidKey"},
+    )
+
+
+def direct_object_reads(
+    ctx: AppContext, before: Callable[[], None] | None = None
+) -> Callable[[H1Exchange], HTTPMessageDelegate | None]:
+    """The connection's shortcut to object GET and HEAD (``object_reads.direct_reads``):
+    the same answer as through the application, without its routing."""
+    return direct_reads(object_read_router(ctx), OBJECT_READ, before)
+
+
 def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:
     """GET and HEAD of objects and of shared video outputs, answered without a
     ``RequestHandler`` (``service.http.object_reads``); other methods fall through to the
     handler of the same pattern in ``handler_table``."""
     return [
-        tornado.routing.Rule(
-            tornado.routing.PathMatches(OBJECT_READ),
-            ObjectReadRouter(
-                ctx,
-                ObjectHandler.route_name,
-                resolve_object_read,
-                {"bucket": "InvalidArgument", "key": "InvalidKey"},
-            ),
-        ),
+        tornado.routing.Rule(tornado.routing.PathMatches(OBJECT_READ), object_read_router(ctx)),
         tornado.routing.Rule(
             tornado.routing.PathMatches(PLAY),
             ObjectReadRouter(

@@ -78,7 +78,7 @@ class Config:
     """Bytes/s an upload must average over each window of ``idle_timeout`` seconds; a slower
     one is cut (0: no minimum)."""
     max_header_bytes: int = 64 * KIB
-    """Largest request line plus headers; more closes the connection."""
+    """Largest request line plus headers; more is refused (400) and the connection closed."""
     gc_interval: float = 600.0
     """Seconds between orphan-payload sweeps."""
     gc_grace: float = 3600.0

@@ -103,7 +103,7 @@ async def serve(
     await start_audit(ctx, prunes=not isinstance(role, WorkerRole))
     app = make_app(ctx)
     servers = await role.start(ctx, app)
-    servers[0].add_sockets(listen())
+    await servers[0].add_sockets(listen())
     watchdog = tornado.ioloop.PeriodicCallback(ctx.cut_stalled_uploads, 1000)
     watchdog.start()
     stop = asyncio.Event()

@@ -48,6 +48,7 @@ from service.events.feed import EventFeed
 from service.meta import MetaState, Outcome
 from service.storage import PayloadCache, PayloadIntegrity, PayloadStore
 from service.storage.groupsync import GroupSync
+from service.storage.hop_batch import HopBatch
 
 log = logging.getLogger("service.engine")
 
@@ -176,6 +177,9 @@ class Engine:
             GroupSync(fs_sync, self.run_blocking) if strict and fs_sync is not None else None
         )
         """Strict small PUTs' shared file-system sync (``service.storage.groupsync``)."""
+        self.small_writes = HopBatch(lambda: self.executor)
+        """Small PUTs' file work that never waits for the disk, one hop per loop iteration
+        (``service.storage.hop_batch``)."""
         self.integrity = PayloadIntegrity(self.fs, self.store.layout, None if strict else fs_sync)
         self.payload_cache = PayloadCache(config.small_object_cache_bytes)
         """Bodies of small payloads for GET (event-loop thread; see ``storage.cache``)."""

@@ -22,10 +22,10 @@ import select
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from tornado.http1connection import HTTP1Connection
 from tornado.httputil import HTTPServerRequest
 
 from service.common.api_errors import ApiError
+from service.http.h1_exchange import H1Exchange
 from service.limits.fair_slots import SlotsFull
 
 T = TypeVar("T")
@@ -42,16 +42,13 @@ class ClientGone(Exception):
 def client_gone(request: HTTPServerRequest) -> bool:
     """Whether the peer of ``request``'s connection has hung up (or it is closed)."""
     connection = request.connection
-    if not isinstance(connection, HTTP1Connection):
+    if not isinstance(connection, H1Exchange):
         return False
-    stream = connection.stream
-    if stream is None or stream.closed():
-        return True
-    sock = stream.socket
-    if sock is None:
+    fileno = connection.socket_fileno()
+    if fileno is None:
         return True
     poller = select.poll()
-    poller.register(sock.fileno(), _HANG_UP)
+    poller.register(fileno, _HANG_UP)
     return any(events & _HANG_UP for _, events in poller.poll(0))
 
 

@@ -21,7 +21,6 @@ from collections.abc import Awaitable
 from typing import Any
 
 import tornado.web
-from tornado.http1connection import HTTP1Connection
 
 from service.auth import Action, Principal, Resource, Scope, authorize
 from service.common.api_errors import ApiError, ServiceError
@@ -31,6 +30,7 @@ from service.http.admission import ClientGone, slots_refusal, wait_while_connect
 from service.http.audit_hook import AuditedAnswer
 from service.http.authn import authenticate
 from service.http.cross_site import cross_site_refusal
+from service.http.h1_exchange import H1Exchange
 from service.http.json_body import load_json_object
 from service.http.request_contract import (
     JSON_TYPE,
@@ -176,7 +176,7 @@ class ApiHandler(AuditedAnswer, tornado.web.RequestHandler):
     def set_max_body_size(self, limit: int) -> None:
         """Cap this request's body (Tornado's server-wide cap suits JSON bodies only)."""
         connection = self.request.connection
-        if isinstance(connection, HTTP1Connection):
+        if isinstance(connection, H1Exchange):
             connection.set_max_body_size(limit)
 
     def set_principal(self, principal: Principal) -> None:

@@ -13,11 +13,9 @@ socket to become writable. The connection's descriptor is duplicated first, so a
 disconnects (Tornado then closes its own descriptor) can never make us write into a reused
 descriptor number.
 
-Tornado has no public hook for a body sent around it: the caller writes the headers
-through Tornado, the body goes straight to the socket, and ``_mark_body_written`` tells the
-HTTP/1.1 connection that the declared Content-Length was sent
-(``HTTP1Connection._expected_content_remaining``). The object tests fail loudly if a
-Tornado upgrade changes that attribute.
+The caller writes the headers through the connection (``H1Exchange``) and waits for them
+to go out; the body then goes straight to the socket, and ``H1Exchange.body_sent_around``
+counts it against the declared Content-Length.
 """
 
 from __future__ import annotations
@@ -27,11 +25,11 @@ import os
 import select
 from concurrent.futures import Executor
 
-from tornado.http1connection import HTTP1Connection
 from tornado.iostream import StreamClosedError
 
 from fsseam.fs import ReadableFile
 from service.common.sizes import CHUNK_BYTES
+from service.http.h1_exchange import H1Exchange
 
 BUFFER_BYTES = CHUNK_BYTES
 _MAX_BYTES_PER_JOB = 64 * 1024 * 1024
@@ -82,14 +80,8 @@ async def _wait_writable(socket_fd: int, timeout: float) -> None:
         loop.remove_writer(socket_fd)
 
 
-def _mark_body_written(connection: HTTP1Connection, count: int) -> None:
-    remaining = connection._expected_content_remaining
-    if remaining is not None:
-        connection._expected_content_remaining = remaining - count
-
-
 async def send_file_body(
-    connection: HTTP1Connection,
+    connection: H1Exchange,
     payload: ReadableFile,
     offset: int,
     count: int,
@@ -102,11 +94,11 @@ async def send_file_body(
 
     Raises StreamClosedError when the peer went away (the caller just stops).
     """
-    stream = connection.stream
-    if stream.closed() or stream.socket is None:
+    fileno = connection.socket_fileno()
+    if fileno is None:
         raise StreamClosedError()
     loop = asyncio.get_running_loop()
-    socket_fd = os.dup(stream.socket.fileno())
+    socket_fd = os.dup(fileno)
     buffer = bytearray(BUFFER_BYTES)
     try:
         remaining = count
@@ -122,11 +114,11 @@ async def send_file_body(
                 try:
                     await _wait_writable(socket_fd, idle_timeout)
                 except TimeoutError as exc:
-                    stream.close()
+                    connection.close()
                     raise StreamClosedError(real_error=exc) from exc
                 continue
             position += sent
             remaining -= sent
-            _mark_body_written(connection, sent)
+            connection.body_sent_around(sent)
     finally:
         os.close(socket_fd)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from http.client import responses
 from typing import Any
 
 import tornado.routing
-from tornado.http1connection import HTTP1Connection
+from tornado.escape import url_unescape
 from tornado.httputil import (
     HTTPHeaders,
     HTTPMessageDelegate,
@@ -49,6 +50,7 @@ from service.http.audit_hook import failed
 from service.http.authn import authenticate, is_presigned, presigned_principal
 from service.http.base import authorize_action
 from service.http.file_body import send_file_body
+from service.http.h1_exchange import H1Exchange
 from service.http.read_plan import ReadPlan, plan_read
 from service.http.request_contract import (
     record_finished,
@@ -148,6 +150,37 @@ class ObjectReadRouter(tornado.routing.Router):
         return ObjectRead(self, request, kwargs.get("path_kwargs") or {})
 
 
+def direct_reads(
+    router: ObjectReadRouter, pattern: str, before: Callable[[], None] | None = None
+) -> Callable[[H1Exchange], HTTPMessageDelegate | None]:
+    """The connection's shortcut to ``router`` (``H1Server(direct=...)``): a GET or HEAD
+    whose path matches ``pattern`` gets its ``ObjectRead`` without the application's
+    routing (``PreflightRouter``, the rule list, ``_RoutingDelegate``), which routes such a
+    request to the same ``ObjectRead`` with the same path arguments (percent-decoded bytes,
+    as ``tornado.routing.PathMatches`` gives them). ``before``: called first (a worker's
+    ``begin_request``, as ``FreshStateDelegate`` does)."""
+    regex = re.compile(pattern if pattern.endswith("$") else pattern + "$")
+    prefix = pattern.split("(", 1)[0]
+
+    def direct(exchange: H1Exchange) -> HTTPMessageDelegate | None:
+        start = exchange.start_line
+        if start.method not in READ_METHODS or not start.path.startswith(prefix):
+            return None
+        match = regex.match(start.path.partition("?")[0])
+        if match is None:
+            return None
+        if before is not None:
+            before()
+        request = HTTPServerRequest(connection=exchange, start_line=start, headers=exchange.headers)
+        arguments = {
+            name: None if value is None else url_unescape(value, encoding=None, plus=False)
+            for name, value in match.groupdict().items()
+        }
+        return ObjectRead(router, request, arguments)
+
+    return direct
+
+
 class ObjectRead(HTTPMessageDelegate):
     """One GET or HEAD: resolve, plan, write the answer, then count and log it."""
 
@@ -162,7 +195,7 @@ class ObjectRead(HTTPMessageDelegate):
         self.request = request
         self.path_kwargs = path_kwargs
         connection = request.connection
-        if not isinstance(connection, HTTP1Connection):
+        if not isinstance(connection, H1Exchange):
             raise TypeError("object reads need an HTTP/1.1 connection")
         self.connection = connection
         self.started_at = time.perf_counter()
@@ -216,7 +249,7 @@ class ObjectRead(HTTPMessageDelegate):
         log.error("request %s failed", self.request_id, exc_info=error)
         if self.status == 0:
             return self.send_error(ApiError("InternalError", "internal error"))
-        self.connection.stream.close()
+        self.connection.close()
         return None
 
     def done(self) -> None:
@@ -370,18 +403,17 @@ class ObjectRead(HTTPMessageDelegate):
     def write_head(
         self, status: int, headers: Iterable[tuple[str, str]], body: bytes
     ) -> asyncio.Future[None]:
-        """Write the status line, the server's headers and ``headers``, then ``body``."""
+        """Write the status line, the server's headers and ``headers``, then ``body``, in
+        one write (``H1Exchange.write_response``)."""
         self.status = status
-        response = HTTPHeaders()
-        for name, value in response_head(self.request_id):
-            response[name] = value
         origin = self.request.headers.get("Origin")
-        for name, value in self.ctx.cors.headers(origin, public=self.router.any_origin):
-            response[name] = value
-        for name, value in headers:
-            response[name] = value
-        start = ResponseStartLine("HTTP/1.1", status, responses.get(status, "Unknown"))
-        return self.connection.write_headers(start, response, body)
+        fields = [
+            *response_head(self.request_id),
+            *self.ctx.cors.headers(origin, public=self.router.any_origin),
+            *headers,
+        ]
+        reason = responses.get(status, "Unknown")
+        return self.connection.write_response(status, reason, fields, body)
 
     def send_error(self, error: ServiceError) -> Coroutine[Any, Any, None] | None:
         """Answer with ``error`` in the contract's shape (``request_contract``), once its

@@ -18,7 +18,6 @@ from http.client import responses
 from typing import Any
 
 import tornado.routing
-from tornado.http1connection import HTTP1Connection
 from tornado.httputil import (
     HTTPHeaders,
     HTTPMessageDelegate,
@@ -31,6 +30,7 @@ from tornado.iostream import StreamClosedError
 from service.common.api_errors import ApiError
 from service.common.wire import API_PREFIX, HEADER_REQUEST_ID, VIDEO_PLAY_PATH
 from service.context import AppContext
+from service.http.h1_exchange import H1Exchange
 from service.http.request_contract import (
     record_finished,
     render_error,
@@ -74,7 +74,7 @@ class Preflight(HTTPMessageDelegate):
         self, start_line: RequestStartLine | ResponseStartLine, headers: HTTPHeaders
     ) -> None:
         connection = self.request.connection
-        if isinstance(connection, HTTP1Connection):
+        if isinstance(connection, H1Exchange):
             connection.set_max_body_size(0)
 
     def finish(self) -> None:

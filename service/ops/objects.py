@@ -191,13 +191,18 @@ async def store_small_object(
     group = engine.payload_sync
     started = time.perf_counter()
     try:
-        if group is None:
+        if group is None and engine.config.durability == "strict":
+            # per-file fsyncs: each on its own pool thread, so one slow sync delays no other
             staged = await engine.run_blocking(
+                engine.store.store_small, body, payload_id, intent.expected_sha256
+            )
+        elif group is None:
+            staged = await engine.small_writes.run(
                 engine.store.store_small, body, payload_id, intent.expected_sha256
             )
         else:
             ticket = group.ticket()
-            staged = await engine.run_blocking(
+            staged = await engine.small_writes.run(
                 partial(engine.store.store_small, synced=False),
                 body,
                 payload_id,

@@ -16,13 +16,13 @@ import signal
 from collections.abc import Sequence
 from typing import Protocol
 
-import tornado.httpserver
 import tornado.web
 
 from fsseam.fs import FileSystem
 from service.config import Config
 from service.context import AppContext
 from service.engine.core import Engine
+from service.http.h1_connection import H1Server
 from service.multipart.uploads import Uploads
 from service.observability import Metrics, PerformanceRecorder
 
@@ -58,9 +58,7 @@ class Role(Protocol):
         """The multipart uploads of this process (``service.multipart.uploads``)."""
         ...
 
-    async def start(
-        self, ctx: AppContext, app: tornado.web.Application
-    ) -> list[tornado.httpserver.HTTPServer]:
+    async def start(self, ctx: AppContext, app: tornado.web.Application) -> list[H1Server]:
         """Start the background work; the HTTP servers, the public one first."""
         ...
 

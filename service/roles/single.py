@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import signal
 
-import tornado.httpserver
 import tornado.web
 
 from fsseam.fs import FileSystem
+from service.app import direct_object_reads
 from service.banner import startup_banner
 from service.config import Config
 from service.context import AppContext
 from service.engine.core import Engine
+from service.http.h1_connection import H1Server
 from service.multipart.uploads import Uploads
 from service.observability import Metrics, PerformanceRecorder
 from service.roles.journal_owner import JournalOwner
@@ -39,11 +40,9 @@ class SingleRole:
     def build_uploads(self, engine: Engine) -> Uploads:
         return Uploads(engine, shared=False, keeps_files=True)
 
-    async def start(
-        self, ctx: AppContext, app: tornado.web.Application
-    ) -> list[tornado.httpserver.HTTPServer]:
+    async def start(self, ctx: AppContext, app: tornado.web.Application) -> list[H1Server]:
         await self.owner.start(ctx)
-        return [make_http_server(app, ctx.config, ctx)]
+        return [make_http_server(app, ctx.config, ctx, direct=direct_object_reads(ctx))]
 
     def ready(self, ctx: AppContext) -> None:
         print(startup_banner(ctx.config, ctx.engine.fs), flush=True)

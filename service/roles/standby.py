@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import logging
 
-import tornado.httpserver
 import tornado.web
 
 from fsseam.fs import FileSystem
 from service.config import Config
 from service.context import AppContext
 from service.engine.core import Engine, OwnState
+from service.http.h1_connection import H1Server
 from service.observability import Metrics
 from service.procs.supervisor import WriterSeat
 from service.replication.bootstrap import primary_link
@@ -118,8 +118,6 @@ class StandbyWriterRole(WriterRole):
 class StandbyWorkerRole(WorkerRole):
     """A standby's other processes: a worker that refuses writes itself."""
 
-    async def start(
-        self, ctx: AppContext, app: tornado.web.Application
-    ) -> list[tornado.httpserver.HTTPServer]:
+    async def start(self, ctx: AppContext, app: tornado.web.Application) -> list[H1Server]:
         ctx.primary_url = ctx.config.follow
         return await super().start(ctx, app)

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import signal
 
-import tornado.httpserver
 import tornado.web
 
 from fsseam.fs import FileSystem
-from service.app import routes_at
+from service.app import direct_object_reads, routes_at
 from service.config import Config
 from service.context import AppContext
 from service.engine.core import Engine
 from service.http.base import Home
+from service.http.h1_connection import H1Server
 from service.multipart.uploads import Uploads
 from service.observability import Metrics
 from service.procs.forward import WriterForwarder
@@ -59,13 +59,13 @@ class WorkerRole:
     def build_uploads(self, engine: Engine) -> Uploads:
         return Uploads(engine, shared=True, keeps_files=False)
 
-    async def start(
-        self, ctx: AppContext, app: tornado.web.Application
-    ) -> list[tornado.httpserver.HTTPServer]:
+    async def start(self, ctx: AppContext, app: tornado.web.Application) -> list[H1Server]:
         self.forwarder = WriterForwarder(forward_socket_path(self.seat.socket_path))
         # Ahead of every other route (Tornado puts added host rules before the app's own).
         app.add_handlers(r".*", self.forwarder.routes(ctx, routes_at(Home.JOURNAL)))
-        return [make_http_server(FreshStateDelegate(app, ctx.engine), ctx.config, ctx)]
+        engine = ctx.engine
+        direct = direct_object_reads(ctx, before=engine.begin_request)
+        return [make_http_server(FreshStateDelegate(app, engine), ctx.config, ctx, direct=direct)]
 
     def ready(self, ctx: AppContext) -> None:
         self.seat.ready()

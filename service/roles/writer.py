@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import signal
 
-import tornado.httpserver
 import tornado.web
 from tornado.netutil import bind_unix_socket
 
 from fsseam.fs import FileSystem
+from service.app import direct_object_reads
 from service.config import Config
 from service.context import AppContext
 from service.engine.core import Engine
+from service.http.h1_connection import H1Server
 from service.multipart.uploads import Uploads
 from service.observability import Metrics
 from service.procs.process_table import REFRESH_SECONDS, ProcessPerformance
@@ -55,9 +56,7 @@ class WriterRole:
     def build_uploads(self, engine: Engine) -> Uploads:
         return Uploads(engine, shared=True, keeps_files=True)
 
-    async def start(
-        self, ctx: AppContext, app: tornado.web.Application
-    ) -> list[tornado.httpserver.HTTPServer]:
+    async def start(self, ctx: AppContext, app: tornado.web.Application) -> list[H1Server]:
         engine = ctx.engine
         await self.owner.start(ctx)
         await self.commits.start(engine, ctx.uploads.note_committed)
@@ -66,8 +65,11 @@ class WriterRole:
         engine.add_background_job(STALE_READERS_SECONDS, self.owner.committer.clear_stale_readers)
         engine.add_background_job(REFRESH_SECONDS, lambda: self.performance.refresh(engine))
         internal = make_http_server(app, ctx.config, ctx, xheaders=True)
-        internal.add_socket(bind_unix_socket(forward_socket_path(self.seat.socket_path), 0o600))
-        return [make_http_server(app, ctx.config, ctx), internal]
+        await internal.add_sockets(
+            [bind_unix_socket(forward_socket_path(self.seat.socket_path), 0o600)]
+        )
+        public = make_http_server(app, ctx.config, ctx, direct=direct_object_reads(ctx))
+        return [public, internal]
 
     def ready(self, ctx: AppContext) -> None:
         self.seat.ready()

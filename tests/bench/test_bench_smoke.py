@@ -21,6 +21,7 @@ from bench.index_bench import run as run_index
 from bench.loadgen import LoadSpec, run_load, wrk_available
 from bench.memory_bench import peak_rss_mib
 from bench.multipart_bench import run as run_multipart
+from bench.peer import weed_binary
 from bench.scale_bench import MARKER, ScaleOptions
 from bench.scale_bench import run as run_scale
 from bench.server_bench import run as run_server
@@ -66,6 +67,16 @@ def test_small_put_and_get_cases_report_each_figure_beside_its_anchor() -> None:
     assert put_strict["unit"] == "objects/s"
     assert get_naive["target"] == ">= 1x"
     assert get_naive["met"] in {"yes", "NO"}
+    # The peer store in the same rounds: measured when weed is installed, else said so.
+    peer_rows = [row for row in rows if str(row["anchor"]).startswith("SeaweedFS")]
+    if weed_binary() is None:
+        assert not peer_rows
+        assert any("weed not installed" in str(row["notes"]) for row in rows)
+    else:
+        rates = [row for row in peer_rows if row["target"] == ">= 1x"]
+        assert len(rates) == 3  # 4 KiB GET, PUT strict (?fsync=true), PUT balanced
+        for row in peer_rows:
+            assert_measured(row)
 
 
 def test_multipart_section_times_the_upload_and_the_complete_step() -> None:
