@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import httpx
 
@@ -60,16 +61,11 @@ def test_every_write_up_to_the_reported_position_survives_the_primary(
         for thread in threads:
             thread.join()
         position = settled_position(copy)
-        on_standby = {
-            each["key"]: each["etag"]
-            for each in copy.get("/buckets/acked/objects", params={"limit": 1000}).json()["objects"]
-        }
+        on_standby = {each["key"]: each["etag"] for each in all_objects(copy, "acked")}
     primary.port = free_port()  # out of the standby's reach
     primary.start()
     with primary.client() as api:
-        listed = api.get("/buckets/acked/objects", params={"limit": 1000}).json()
-        assert listed["next_cursor"] is None
-        events = read_events(api, "acked", len(listed["objects"]), params={"since": "0"})
+        events = read_events(api, "acked", len(all_objects(api, "acked")), params={"since": "0"})
     sequence_of = {event["key"]: event["sequence"] for event in events}
     assert set(acknowledged) <= set(sequence_of)
     kept = [key for key in acknowledged if sequence_of[key] <= position]
@@ -78,6 +74,19 @@ def test_every_write_up_to_the_reported_position_survives_the_primary(
         assert on_standby.get(key) == acknowledged[key], key
     # Nothing the standby holds is past its position, or unknown to the primary.
     assert all(sequence_of[key] <= position for key in on_standby)
+
+
+def all_objects(client: httpx.Client, bucket: str) -> list[dict[str, Any]]:
+    """Every object of ``bucket``, page after page (the writers may store over 1,000)."""
+    objects: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params = {"limit": 1000, **({"cursor": cursor} if cursor else {})}
+        page = client.get(f"/buckets/{bucket}/objects", params=params).json()
+        objects += page["objects"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return objects
 
 
 def settled_position(copy: httpx.Client) -> int:
