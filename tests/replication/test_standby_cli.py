@@ -42,7 +42,7 @@ def test_svc_promotes_a_standby_and_a_primary_refuses(
     for name, server in (("one", primary), ("two", standby)):
         svc("alias", "set", name, server.url, server.access_key, server.secret_key)
     refused = svc("admin", "replication", "promote", "one", ok=False)
-    assert refused.returncode == 1
+    assert refused.returncode == 5  # a conflict (409)
     assert refused.stderr.startswith("svc: one: InvalidState: ")
     assert len(refused.stderr.strip().splitlines()) == 1
     shown = svc("admin", "replication", "promote", "two").stdout
