@@ -3,10 +3,11 @@
 Every serving process keeps an ``AuditLog`` of the same data dir and appends its own
 requests' records (``service.audit.shared``: the processes take turns at the chain's end
 under a lock, so there is one chain with one gapless ``sequence``). ``append`` queues a
-record's fields on the event loop; one write and, in strict durability, one fsync then carry
-every record this process queued meanwhile, as the journal's group commit does, on a thread of
-the log's own (batches are written in order; a batch is sealed under the lock, so this
-process's records keep the order of its calls). Strict: the caller awaits the future
+record's fields on the event loop, and the records of one loop turn go to the log's own thread
+together (``service.audit.writer_thread``); one write and, in strict durability, one fsync
+there carry every record handed over meanwhile, as the journal's group commit does, and the
+thread takes the next batch as soon as one is on disk (batches are written in order; a batch
+is sealed under the lock, so this process's records keep the order of its calls). Strict: the caller awaits the future
 ``append`` returns, which resolves once its record is on disk, and only then answers its
 request. Balanced: the lines go to the OS soon, without an fsync.
 
@@ -22,7 +23,8 @@ the chain from the anchor (or the genesis) to the last record, and that the last
 disk is the last one any process appended. ``page`` reads records after a sequence, filtered.
 
 Thread-safety: ``append``, ``flush``, ``prune``, ``close`` on the event-loop thread; the
-file work runs on the log's thread (writes, prunes) or the given executor (reads). Prunes
+file work runs on the log's thread (writes, prunes; ``_write_batch`` there, ``_settle`` back
+on the loop) or the given executor (reads). Prunes
 run in one process (the writer's), under the chain's lock.
 """
 
