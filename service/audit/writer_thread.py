@@ -27,6 +27,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -54,11 +55,38 @@ class _Job:
             self.future.set_result(result)
 
 
+class _Mailbox:
+    """What the thread shares with its owner: the handed-over items and the wake-up."""
+
+    def __init__(self) -> None:
+        self.items: deque[list[Any] | _Job] = deque()
+        self.wake = threading.Condition(threading.Lock())
+        self.closing = False
+
+    def close(self) -> None:
+        with self.wake:
+            self.closing = True
+            self.wake.notify()
+
+    def take(self) -> list[list[Any] | _Job] | None:
+        """Everything handed over (waiting for something); None once closed and empty."""
+        with self.wake:
+            while not self.items and not self.closing:
+                self.wake.wait()
+            if not self.items:
+                return None
+            items = list(self.items)
+            self.items.clear()
+            return items
+
+
 class GroupCommitThread(Generic[R]):
     """One thread writing the handed-over records in batches (see the module docstring).
 
     ``write(records)`` writes a batch (blocking) and returns its outcome; ``settle(records,
-    outcome)`` then runs on the event loop, unless the outcome is None (no one waits).
+    outcome)`` then runs on the event loop, unless the outcome is None (no one waits). The
+    thread holds its owner only weakly, as an executor's do: an owner dropped without a
+    ``shutdown`` (a test's simulated crash) ends its thread when it is collected.
     """
 
     def __init__(
@@ -70,11 +98,12 @@ class GroupCommitThread(Generic[R]):
     ) -> None:
         self._write = write
         self._settle = settle
-        self._inbox: deque[list[Any] | _Job] = deque()
-        self._wake = threading.Condition(threading.Lock())
-        self._closing = False
+        mailbox = self._mailbox = _Mailbox()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        owner = weakref.ref(self, lambda _: mailbox.close())
+        self._thread = threading.Thread(
+            target=_serve, args=(owner, mailbox), name=name, daemon=True
+        )
         self._thread.start()
 
     def hand_over(self, records: list[Any]) -> None:
@@ -91,39 +120,31 @@ class GroupCommitThread(Generic[R]):
         return result
 
     def _put(self, item: list[Any] | _Job) -> None:
-        with self._wake:
-            if self._closing:
+        mailbox = self._mailbox
+        with mailbox.wake:
+            if mailbox.closing:
                 raise RuntimeError("the audit log's thread was shut down")
-            self._inbox.append(item)
-            self._wake.notify()
+            mailbox.items.append(item)
+            mailbox.wake.notify()
 
     def shutdown(self, wait: bool = True) -> None:
         """Stop taking work; the thread ends once what was handed over is done (``wait``:
         join it)."""
-        with self._wake:
-            self._closing = True
-            self._wake.notify()
+        self._mailbox.close()
         if wait:
             self._thread.join()
 
-    def _main(self) -> None:
-        while True:
-            with self._wake:
-                while not self._inbox and not self._closing:
-                    self._wake.wait()
-                if not self._inbox:
-                    return
-                items = list(self._inbox)
-                self._inbox.clear()
-            batch: list[Any] = []
-            for item in items:
-                if isinstance(item, _Job):
-                    self._commit(batch)
-                    batch = []
-                    item.run()
-                else:
-                    batch.extend(item)
-            self._commit(batch)
+    def process(self, items: list[list[Any] | _Job]) -> None:
+        """Write the records of ``items`` in batches, each job in its place (this thread)."""
+        batch: list[Any] = []
+        for item in items:
+            if isinstance(item, _Job):
+                self._commit(batch)
+                batch = []
+                item.run()
+            else:
+                batch.extend(item)
+        self._commit(batch)
 
     def _commit(self, batch: list[Any]) -> None:
         if not batch:
@@ -134,3 +155,14 @@ class GroupCommitThread(Generic[R]):
             # A closed loop: no one awaits these records any more.
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(self._settle, batch, outcome)
+
+
+def _serve(owner: weakref.ref[GroupCommitThread[Any]], mailbox: _Mailbox) -> None:
+    """The thread: it holds its owner only while it works, never while it waits."""
+    while True:
+        items = mailbox.take()
+        thread = owner()
+        if items is None or thread is None:
+            return
+        thread.process(items)
+        del thread, items

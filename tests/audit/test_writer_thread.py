@@ -5,6 +5,7 @@ come back on the event loop, and shutdown ends the thread."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from typing import Any
 
@@ -111,3 +112,19 @@ def test_after_shutdown_the_thread_ends_and_takes_nothing() -> None:
             await thread.run(lambda: None)
 
     asyncio.run(scenario())
+
+
+def test_a_thread_whose_owner_is_dropped_ends() -> None:
+    async def scenario() -> threading.Thread:
+        recorder = Recorder()
+        owner = GroupCommitThread(recorder.write, recorder.settle, name="test-audit-dropped")
+        owner.hand_over([1])
+        await owner.run(lambda: None)
+        thread = owner._thread
+        del owner  # no shutdown: what a simulated crash leaves
+        gc.collect()
+        return thread
+
+    thread = asyncio.run(scenario())
+    thread.join(timeout=60)
+    assert not thread.is_alive()
