@@ -3,13 +3,14 @@
 Every serving process keeps an ``AuditLog`` of the same data dir and appends its own
 requests' records (``service.audit.shared``: the processes take turns at the chain's end
 under a lock, so there is one chain with one gapless ``sequence``). ``append`` queues a
-record's fields on the event loop, and the records of one loop turn go to the log's own thread
-together (``service.audit.writer_thread``); one write and, in strict durability, one fsync
-there carry every record handed over meanwhile, as the journal's group commit does, and the
-thread takes the next batch as soon as one is on disk (batches are written in order; a batch
-is sealed under the lock, so this process's records keep the order of its calls). Strict: the caller awaits the future
-``append`` returns, which resolves once its record is on disk, and only then answers its
-request. Balanced: the lines go to the OS soon, without an fsync.
+record's fields on the event loop, and the records of one loop turn go to the log's own
+thread together (``service.audit.writer_thread``); one write and, in strict durability, one
+fsync there carry every record handed over meanwhile, as the journal's group commit does,
+and the thread takes the next batch as soon as one is on disk (batches are written in
+order; a batch is sealed under the lock, so this process's records keep the order of its
+calls). Strict: the caller awaits the future ``append`` returns, which resolves once its
+record is on disk, and only then answers its request. Balanced: the lines go to the OS
+soon, without an fsync.
 
 A failed write or fsync is fail-stop, as the journal's: the records of that batch and every
 later ``append`` raise ``AuditUnavailableError`` (503) until a restart, which cuts any torn
@@ -24,8 +25,8 @@ disk is the last one any process appended. ``page`` reads records after a sequen
 
 Thread-safety: ``append``, ``flush``, ``prune``, ``close`` on the event-loop thread; the
 file work runs on the log's thread (writes, prunes; ``_write_batch`` there, ``_settle`` back
-on the loop) or the given executor (reads). Prunes
-run in one process (the writer's), under the chain's lock.
+on the loop) or the given executor (reads). Prunes run in one process (the writer's), under
+the chain's lock.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ class AuditLog:
         """This loop iteration's records, handed to the thread at its end."""
         self._failure: BaseException | None = None
         """Set on the log's thread when a write or fsync failed."""
+        self._closed = False
         self.appended = 0
         """Records appended since the start (for the metrics)."""
 
@@ -167,8 +169,8 @@ class AuditLog:
         """Queue ``fields`` as a record of this process's next batch (sealed when the batch
         is written, under the chain's lock); strict: a future resolved with its sequence
         once it is on disk (``AuditUnavailableError`` if it cannot be)."""
-        if self._failure is not None or self._writer is None:
-            raise AuditUnavailableError()
+        if self._failure is not None or self._writer is None or self._closed:
+            raise AuditUnavailableError()  # closed: a request that outlived the stop's grace
         self.appended += 1
         future: asyncio.Future[int] | None = None
         loop = asyncio.get_running_loop()
@@ -218,12 +220,15 @@ class AuditLog:
 
     async def flush(self) -> None:
         """Wait until every record appended so far was written (and, strict, synced)."""
+        if self._closed:
+            return
         self._hand_over()
         await self._on_thread(_nothing)
 
     async def close(self) -> None:
         """Write what is queued, close the segment and the log's thread."""
         await self.flush()
+        self._closed = True
         if self._writer is not None:
             await self._on_thread(self._writer.close)
         self._thread.shutdown(wait=True)  # at once: nothing is left to do

@@ -1,16 +1,19 @@
 """The audit log's group-commit thread (``service.audit.writer_thread``): groups handed over
 while a batch is written become the next batch, jobs keep their place in the order, results
-come back on the event loop, and shutdown ends the thread."""
+come back on the event loop, and shutdown ends the thread; a closed log takes no record."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fsseam.fs import RealFileSystem
+from service.audit.log import AuditLog, AuditUnavailableError
 from service.audit.writer_thread import GroupCommitThread
 
 
@@ -128,3 +131,19 @@ def test_a_thread_whose_owner_is_dropped_ends() -> None:
     thread = asyncio.run(scenario())
     thread.join(timeout=60)
     assert not thread.is_alive()
+
+
+def test_a_closed_log_refuses_records_and_its_flush_returns(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        log = AuditLog(
+            RealFileSystem(), str(tmp_path), secret=b"k" * 32, strict=True, retention_seconds=3600
+        )
+        await log.open()
+        wait = log.append({"time": "2026-11-28T07:00:00.000Z", "request_id": "a"})
+        assert wait is not None and await wait == 1
+        await log.close()
+        await log.flush()
+        with pytest.raises(AuditUnavailableError):
+            log.append({"time": "2026-11-28T07:00:00.001Z", "request_id": "late"})
+
+    asyncio.run(scenario())
