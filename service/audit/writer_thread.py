@@ -60,7 +60,9 @@ class _Mailbox:
 
     def __init__(self) -> None:
         self.items: deque[list[Any] | _Job] = deque()
-        self.wake = threading.Condition(threading.Lock())
+        # Reentrant: the owner's collection may run ``close`` on this thread while it holds
+        # the lock in ``take`` (a collection can start at any allocation).
+        self.wake = threading.Condition(threading.RLock())
         self.closing = False
 
     def close(self) -> None:
