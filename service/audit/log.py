@@ -3,12 +3,14 @@
 Every serving process keeps an ``AuditLog`` of the same data dir and appends its own
 requests' records (``service.audit.shared``: the processes take turns at the chain's end
 under a lock, so there is one chain with one gapless ``sequence``). ``append`` queues a
-record's fields on the event loop; one write and, in strict durability, one fsync then carry
-every record this process queued meanwhile, as the journal's group commit does, on a thread of
-the log's own (batches are written in order; a batch is sealed under the lock, so this
-process's records keep the order of its calls). Strict: the caller awaits the future
-``append`` returns, which resolves once its record is on disk, and only then answers its
-request. Balanced: the lines go to the OS soon, without an fsync.
+record's fields on the event loop, and the records of one loop turn go to the log's own
+thread together (``service.audit.writer_thread``); one write and, in strict durability, one
+fsync there carry every record handed over meanwhile, as the journal's group commit does,
+and the thread takes the next batch as soon as one is on disk (batches are written in
+order; a batch is sealed under the lock, so this process's records keep the order of its
+calls). Strict: the caller awaits the future ``append`` returns, which resolves once its
+record is on disk, and only then answers its request. Balanced: the lines go to the OS
+soon, without an fsync.
 
 A failed write or fsync is fail-stop, as the journal's: the records of that batch and every
 later ``append`` raise ``AuditUnavailableError`` (503) until a restart, which cuts any torn
@@ -22,8 +24,9 @@ the chain from the anchor (or the genesis) to the last record, and that the last
 disk is the last one any process appended. ``page`` reads records after a sequence, filtered.
 
 Thread-safety: ``append``, ``flush``, ``prune``, ``close`` on the event-loop thread; the
-file work runs on the log's thread (writes, prunes) or the given executor (reads). Prunes
-run in one process (the writer's), under the chain's lock.
+file work runs on the log's thread (writes, prunes; ``_write_batch`` there, ``_settle`` back
+on the loop) or the given executor (reads). Prunes run in one process (the writer's), under
+the chain's lock.
 """
 
 from __future__ import annotations
@@ -34,8 +37,7 @@ import itertools
 import logging
 import os
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import Executor
 from typing import Any, TypeVar
 
 from fsseam.fs import FileSystem
@@ -52,6 +54,7 @@ from service.audit.segments import (
     write_anchor,
 )
 from service.audit.shared import SharedChain, cut_record
+from service.audit.writer_thread import GroupCommitThread
 from service.common.api_errors import ApiError
 from service.common.timefmt import now_ms, rfc3339_ms
 
@@ -81,11 +84,8 @@ class AuditUnavailableError(ApiError):
         )
 
 
-@dataclass(slots=True)
-class _Batch:
-    fields: list[dict[str, Any]] = field(default_factory=list)
-    waiters: list[tuple[int, asyncio.Future[int]]] = field(default_factory=list)
-    """(index in ``fields``, future) of the strict appends awaiting the write."""
+_Entry = tuple[dict[str, Any], "asyncio.Future[int] | None"]
+"""A queued record's fields, and the future of a strict append awaiting the write."""
 
 
 class AuditLog:
@@ -109,12 +109,14 @@ class AuditLog:
         self._strict = strict
         self.retention_seconds = retention_seconds
         self._segment_bytes = segment_bytes
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit")
-        self._readers = readers or self._thread
+        self._thread = GroupCommitThread(self._write_batch, self._settle, name="audit")
+        self._readers = readers
         self._writer: SharedChain | None = None
-        self._batch: _Batch | None = None
-        self._flusher: asyncio.Task[None] | None = None
+        self._queued: list[_Entry] | None = None
+        """This loop iteration's records, handed to the thread at its end."""
         self._failure: BaseException | None = None
+        """Set on the log's thread when a write or fsync failed."""
+        self._closed = False
         self.appended = 0
         """Records appended since the start (for the metrics)."""
 
@@ -154,9 +156,11 @@ class AuditLog:
             await self.flush()
 
     async def _on_thread(self, function: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, function, *args)
+        return await self._thread.run(function, *args)
 
     async def _on_reader(self, function: Callable[..., T], *args: Any) -> T:
+        if self._readers is None:
+            return await self._on_thread(function, *args)
         return await asyncio.get_running_loop().run_in_executor(self._readers, function, *args)
 
     # -- appending -------------------------------------------------------------------------
@@ -165,66 +169,69 @@ class AuditLog:
         """Queue ``fields`` as a record of this process's next batch (sealed when the batch
         is written, under the chain's lock); strict: a future resolved with its sequence
         once it is on disk (``AuditUnavailableError`` if it cannot be)."""
-        if self._failure is not None or self._writer is None:
-            raise AuditUnavailableError()
+        if self._failure is not None or self._writer is None or self._closed:
+            raise AuditUnavailableError()  # closed: a request that outlived the stop's grace
         self.appended += 1
-        batch = self._batch
-        if batch is None:
-            batch = self._batch = _Batch()
         future: asyncio.Future[int] | None = None
+        loop = asyncio.get_running_loop()
         if self._strict:
-            future = asyncio.get_running_loop().create_future()
-            batch.waiters.append((len(batch.fields), future))
-        batch.fields.append(fields)
-        if self._flusher is None:
-            # A task, not a call: it starts after the requests answered in this loop
-            # iteration have queued theirs, so they share one write and one fsync.
-            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+            future = loop.create_future()
+        queued = self._queued
+        if queued is None:
+            queued = self._queued = []
+            # At the end of this loop iteration: the requests answered in it queue theirs
+            # first, so they share one write and one fsync.
+            loop.call_soon(self._hand_over)
+        queued.append((fields, future))
         return future
 
-    async def _flush(self) -> None:
+    def _hand_over(self) -> None:
+        queued, self._queued = self._queued, None
+        if queued:
+            self._thread.hand_over(queued)
+
+    def _write_batch(self, batch: list[_Entry]) -> int | None:
+        """Write a batch (on the log's thread): the first record's sequence; -1 when it
+        failed; None when no one waits for the outcome (balanced)."""
+        waited = self._strict
+        if self._failure is not None:
+            return -1 if waited else None
         writer = self._writer
         assert writer is not None
         try:
-            while self._batch is not None and self._failure is None:
-                batch, self._batch = self._batch, None
-                try:
-                    first = await self._on_thread(
-                        lambda b=batch: writer.write(
-                            b.fields, sync=self._strict, roll_bytes=self._segment_bytes
-                        )
-                    )
-                except Exception as exc:
-                    self._fail(exc, batch)
-                    return
-                for index, waiter in batch.waiters:
-                    if not waiter.done():
-                        waiter.set_result(first + index)
-                await asyncio.sleep(0)  # let the requests woken join the next batch
-        finally:
-            self._flusher = None
-
-    def _fail(self, exc: BaseException, batch: _Batch) -> None:
-        if self._failure is None:
+            first = writer.write(
+                [fields for fields, _ in batch], sync=self._strict, roll_bytes=self._segment_bytes
+            )
+        except Exception as exc:
             self._failure = exc
             log.error("writing the audit log failed, refusing further records: %r", exc)
-        waiters = batch.waiters + (self._batch.waiters if self._batch is not None else [])
-        self._batch = None
-        for _, waiter in waiters:
-            if not waiter.done():
+            return -1 if waited else None
+        return first if waited else None
+
+    def _settle(self, batch: list[_Entry], first: int) -> None:
+        """Resolve the waiting appends of a written batch (on the event loop)."""
+        for index, (_, waiter) in enumerate(batch):
+            if waiter is None or waiter.done():
+                continue
+            if first < 0:
                 waiter.set_exception(AuditUnavailableError())
+            else:
+                waiter.set_result(first + index)
 
     async def flush(self) -> None:
         """Wait until every record appended so far was written (and, strict, synced)."""
-        while self._flusher is not None:
-            await asyncio.shield(self._flusher)
+        if self._closed:
+            return
+        self._hand_over()
+        await self._on_thread(_nothing)
 
     async def close(self) -> None:
         """Write what is queued, close the segment and the log's thread."""
         await self.flush()
+        self._closed = True
         if self._writer is not None:
             await self._on_thread(self._writer.close)
-        self._thread.shutdown(wait=True)
+        self._thread.shutdown(wait=True)  # at once: nothing is left to do
 
     # -- retention -------------------------------------------------------------------------
 
@@ -275,6 +282,10 @@ class AuditLog:
 
 
 # -- blocking work ----------------------------------------------------------------------------
+
+
+def _nothing() -> None:
+    """A job whose end says the records handed over before it were written."""
 
 
 def _first_record(fs: FileSystem, path: str) -> dict[str, Any] | None:
