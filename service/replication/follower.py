@@ -36,12 +36,13 @@ import httpx
 
 from journal.errors import JournalError
 from journal.tail import FramesDamagedError, split_frames
-from service.archive.refs import record_payload
+from service.archive.refs import PayloadRef, record_payload
 from service.engine.core import Engine
 from service.replication.bootstrap import PrimaryLink
 from service.replication.committer import StandbyCommitter
 from service.replication.payloads import PayloadFetcher, ReplicationError
 from service.replication.wire import (
+    HEADER_FRAMES_BYTES,
     HEADER_LAST,
     HEADER_PRIMARY_SEQUENCE,
     HEADER_SERVER_ID,
@@ -49,6 +50,7 @@ from service.replication.wire import (
     MAX_RECORD_BYTES,
     RECORDS_PATH,
     server_identity,
+    unpack_inline,
 )
 
 log = logging.getLogger("service.replication")
@@ -162,7 +164,7 @@ class Follower:
         first = self.applied_sequence + 1
         answer = await self._client.get(
             RECORDS_PATH,
-            params={"from": first, "wait": int(POLL_WAIT_SECONDS)},
+            params={"from": first, "wait": int(POLL_WAIT_SECONDS), "inline": 1},
             headers={HEADER_STANDBY_LAG_BYTES: str(self.pending_bytes)},
         )
         if answer.status_code == 410:
@@ -182,14 +184,11 @@ class Follower:
         self.primary_sequence = int(answer.headers[HEADER_PRIMARY_SEQUENCE])
         last = int(answer.headers[HEADER_LAST])
         if last >= first:
-            shipped = split_frames(answer.content, first, MAX_RECORD_BYTES)
+            frames, inline = _split_answer(answer)
+            shipped = split_frames(frames, first, MAX_RECORD_BYTES)
             refs = [ref for each in shipped if (ref := record_payload(each.event())) is not None]
-            self.pending_bytes = len(answer.content) + sum(ref.size for ref in refs)
-            fetcher = PayloadFetcher(self._engine, self._fetch_client)
-            fetched = await self._engine.run_blocking(fetcher.fetch, refs)
-            self._engine.quarantined.update(fetched.lost)
-            self.fetched_payloads += fetched.payloads
-            self.fetched_bytes += fetched.bytes
+            self.pending_bytes = len(frames) + sum(ref.size for ref in refs)
+            await self._store_payloads(refs, inline)
             await self._committer.apply_shipped(shipped)
             # Balanced: durable before the next request confirms them (a sync primary
             # acknowledges its writes on that confirmation). Strict: synced already.
@@ -198,6 +197,43 @@ class Follower:
             self.pending_bytes = 0
         if self.applied_sequence >= self.primary_sequence:
             self.caught_up_at = self._clock()
+
+
+    async def _store_payloads(self, refs: list[PayloadRef], inline: dict[str, bytes]) -> None:
+        """Every payload of a batch written and verified (one executor job), then made
+        durable together: the shared ``syncfs`` of the primary's strict small PUTs
+        (``Engine.payload_sync``), or the fetcher's own sync."""
+        assert self._fetch_client is not None
+        engine = self._engine
+        fetcher = PayloadFetcher(engine, self._fetch_client)
+        group = engine.payload_sync if fetcher.durable_by_caller() else None
+        ticket = group.ticket() if group is not None else 0
+        fetched = await engine.run_blocking(fetcher.fetch, refs, inline, group is None)
+        if group is not None:
+            try:
+                await group.sync(ticket)  # the batch's files and renames durable at once
+            except OSError as exc:
+                await engine.run_blocking(fetcher.forget, fetched.placed)
+                raise ReplicationError(f"syncing the copied payloads failed: {exc}") from exc
+            fetcher.stored(fetched)
+        engine.quarantined.update(fetched.lost)
+        self.fetched_payloads += fetched.payloads
+        self.fetched_bytes += fetched.bytes
+
+
+def _split_answer(answer: httpx.Response) -> tuple[bytes, dict[str, bytes]]:
+    """A records answer's frames and its inline payloads (``wire.HEADER_FRAMES_BYTES``)."""
+    body = answer.content
+    raw = answer.headers.get(HEADER_FRAMES_BYTES)
+    if raw is None:
+        return body, {}
+    if not raw.isdigit() or int(raw) > len(body):
+        raise ReplicationError(f"{HEADER_FRAMES_BYTES} {raw[:20]!r} does not fit the answer")
+    end = int(raw)
+    try:
+        return body[:end], unpack_inline(body[end:])
+    except ValueError as exc:
+        raise ReplicationError(f"the inline payloads are malformed: {exc}") from None
 
 
 def _message(answer: httpx.Response) -> str:
