@@ -198,7 +198,6 @@ class Follower:
         if self.applied_sequence >= self.primary_sequence:
             self.caught_up_at = self._clock()
 
-
     async def _store_payloads(self, refs: list[PayloadRef], inline: dict[str, bytes]) -> None:
         """Every payload of a batch written and verified (one executor job), then made
         durable together: the shared ``syncfs`` of the primary's strict small PUTs
