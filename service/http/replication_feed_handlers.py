@@ -219,8 +219,10 @@ class RecordsFeedHandler(_FeedHandler):
             raise ApiError("InvalidArgument", "from must be a sequence >= 1")
         wait = float(self._number("wait", 0))
         inline = self._number("inline", 0) == 1
+        # What the standby holds: at most what it no longer asks for.
+        confirmed = min(self._number("confirmed", first - 1), first - 1)
         try:
-            slot = self.slot(feed, first - 1)
+            slot = self.slot(feed, confirmed)
             frames = await feed.records(slot, first, wait, inline=inline)
         except RecordsGoneError as exc:
             raise ApiError(
@@ -241,11 +243,33 @@ class RecordsFeedHandler(_FeedHandler):
         self.finish(body)
 
     def _number(self, name: str, default: int | None) -> int:
-        raw = self.get_query_argument(name, None)
-        if raw is None:
-            if default is None:
-                raise ApiError("InvalidArgument", f"{name} is required")
-            return default
-        if not raw.isdigit() or len(raw) > 18:
-            raise ApiError("InvalidArgument", f"{name} must be a non-negative integer")
-        return int(raw)
+        return _query_number(self, name, default)
+
+
+class ConfirmFeedHandler(_FeedHandler):
+    """A standby's confirmation that it holds every record up to ``sequence`` durably: sent
+    the moment a batch is durable, so a sync primary acknowledges the writes it covers at
+    once (``ConfirmationWaiters.confirm`` wakes them all in one pass)."""
+
+    route_name = "/api/v1/replication/confirm"
+
+    async def get(self) -> None:
+        feed = self.feed()
+        sequence = _query_number(self, "sequence", None)
+        try:
+            self.slot(feed, sequence)
+        except ValueError as exc:
+            raise ApiError("InvalidState", str(exc)) from None
+        self.set_status(204)
+        self.finish()
+
+
+def _query_number(handler: ApiHandler, name: str, default: int | None) -> int:
+    raw = handler.get_query_argument(name, None)
+    if raw is None:
+        if default is None:
+            raise ApiError("InvalidArgument", f"{name} is required")
+        return default
+    if not raw.isdigit() or len(raw) > 18:
+        raise ApiError("InvalidArgument", f"{name} must be a non-negative integer")
+    return int(raw)

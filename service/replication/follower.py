@@ -35,13 +35,14 @@ from typing import Any
 import httpx
 
 from journal.errors import JournalError
-from journal.tail import FramesDamagedError, split_frames
+from journal.tail import FramesDamagedError, RawRecord, split_frames
 from service.archive.refs import PayloadRef, record_payload
 from service.engine.core import Engine
 from service.replication.bootstrap import PrimaryLink
 from service.replication.committer import StandbyCommitter
 from service.replication.payloads import PayloadFetcher, ReplicationError
 from service.replication.wire import (
+    CONFIRM_PATH,
     HEADER_FRAMES_BYTES,
     HEADER_LAST,
     HEADER_PRIMARY_SEQUENCE,
@@ -63,6 +64,20 @@ RETRY_SECONDS = (1.0, 2.0, 5.0, 10.0)
 class RecordsGone(Exception):
     """The primary cannot continue this standby's journal (it no longer holds the next
     record, or it is another server): bootstrap again."""
+
+
+class _Batch(list[RawRecord]):
+    """A records answer's records, with the payloads they reference and the inline bytes."""
+
+    def __init__(
+        self, records: list[RawRecord], refs: list[PayloadRef], inline: dict[str, bytes]
+    ) -> None:
+        super().__init__(records)
+        self.refs = refs
+        self.inline = inline
+
+
+_Received = _Batch | BaseException
 
 
 class Follower:
@@ -91,6 +106,8 @@ class Follower:
         self.last_error: str | None = None
         self.needs_bootstrap = False
         self.pending_bytes = 0
+        self.durable_sequence = committer.last_sequence()
+        """The newest record durable here (what the requests confirm to the primary)."""
         self.applied_records = 0
         self.fetched_payloads = 0
         self.fetched_bytes = 0
@@ -143,9 +160,7 @@ class Follower:
         failures = 0
         while True:
             try:
-                await self.step()
-                self.last_error = None
-                failures = 0
+                await self._follow()
             except RecordsGone as exc:
                 self.needs_bootstrap = True
                 self.last_error = str(exc)
@@ -157,14 +172,51 @@ class Follower:
                 pause = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]
                 failures += 1
                 await asyncio.sleep(pause)
+            else:
+                failures = 0
 
-    async def step(self) -> None:
-        """One records request, its payloads, and the append of its records."""
-        assert self._client is not None and self._fetch_client is not None
-        first = self.applied_sequence + 1
+    async def _follow(self) -> None:
+        """Receive batches one ahead of the one being applied (a pipeline of two), apply
+        each, and confirm it the moment it is durable; returns never, raises what stops
+        it (the retry starts again from the journal's last record)."""
+        ready: asyncio.Queue[_Received] = asyncio.Queue(maxsize=1)
+        receiver = asyncio.get_running_loop().create_task(self._receive(ready))
+        try:
+            while True:
+                got = await ready.get()
+                if isinstance(got, BaseException):
+                    raise got
+                await self._apply(got)
+                self.last_error = None
+        finally:
+            receiver.cancel()
+            await asyncio.gather(receiver, return_exceptions=True)
+
+    async def _receive(self, ready: asyncio.Queue[_Received]) -> None:
+        try:
+            first = self.applied_sequence + 1
+            while True:
+                batch = await self.receive(first)
+                if batch is not None:
+                    await ready.put(batch)
+                    first = batch[-1].sequence + 1
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # handed to the applier, which raises it
+            await ready.put(exc)
+
+    async def receive(self, first: int) -> _Batch | None:
+        """One records request from ``first`` on (a long poll): its records and inline
+        payloads, or None when none came."""
+        assert self._client is not None
         answer = await self._client.get(
             RECORDS_PATH,
-            params={"from": first, "wait": int(POLL_WAIT_SECONDS), "inline": 1},
+            params={
+                "from": first,
+                "wait": int(POLL_WAIT_SECONDS),
+                "inline": 1,
+                "confirmed": self.durable_sequence,
+            },
             headers={HEADER_STANDBY_LAG_BYTES: str(self.pending_bytes)},
         )
         if answer.status_code == 410:
@@ -183,20 +235,35 @@ class Follower:
         self.heard_at = time.monotonic()
         self.primary_sequence = int(answer.headers[HEADER_PRIMARY_SEQUENCE])
         last = int(answer.headers[HEADER_LAST])
-        if last >= first:
-            frames, inline = _split_answer(answer)
-            shipped = split_frames(frames, first, MAX_RECORD_BYTES)
-            refs = [ref for each in shipped if (ref := record_payload(each.event())) is not None]
-            self.pending_bytes = len(frames) + sum(ref.size for ref in refs)
-            await self._store_payloads(refs, inline)
-            await self._committer.apply_shipped(shipped)
-            # Balanced: durable before the next request confirms them (a sync primary
-            # acknowledges its writes on that confirmation). Strict: synced already.
-            await self._committer.sync()
-            self.applied_records += len(shipped)
-            self.pending_bytes = 0
+        if last < first:
+            if self.applied_sequence >= self.primary_sequence:
+                self.caught_up_at = self._clock()
+            return None
+        frames, inline = _split_answer(answer)
+        shipped = split_frames(frames, first, MAX_RECORD_BYTES)
+        refs = [ref for each in shipped if (ref := record_payload(each.event())) is not None]
+        self.pending_bytes = len(frames) + sum(ref.size for ref in refs)
+        return _Batch(shipped, refs, inline)
+
+    async def _apply(self, batch: _Batch) -> None:
+        """A batch's payloads stored and durable, then its records appended and durable,
+        then confirmed to the primary at once (a sync primary acknowledges its writes on
+        that confirmation, not at this standby's next long poll)."""
+        await self._store_payloads(batch.refs, batch.inline)
+        await self._committer.apply_shipped(batch)
+        await self._committer.sync()  # balanced: the records durable; strict: synced already
+        self.durable_sequence = batch[-1].sequence
+        self.applied_records += len(batch)
+        self.pending_bytes = 0
         if self.applied_sequence >= self.primary_sequence:
             self.caught_up_at = self._clock()
+        await self._confirm()
+
+    async def _confirm(self) -> None:
+        assert self._client is not None
+        answer = await self._client.get(CONFIRM_PATH, params={"sequence": self.durable_sequence})
+        if answer.status_code != 204:
+            raise ReplicationError(f"the primary answered {answer.status_code}: {_message(answer)}")
 
     async def _store_payloads(self, refs: list[PayloadRef], inline: dict[str, bytes]) -> None:
         """Every payload of a batch written and verified (one executor job), then made

@@ -18,7 +18,11 @@ state; docs/api.md, "Replication stream", is the reference:
   before N (the standby holds them). With ``inline=1`` the answer also carries the bytes of
   the small payloads (``INLINE_MAX_BYTES``) its records reference: ``X-Frames-Bytes`` says
   where the frames end, and entries as the bulk payloads route's follow them.
-  410 ``RecordsGone`` when record N left the primary's log: bootstrap again.
+  410 ``RecordsGone`` when record N left the primary's log: bootstrap again. A standby that
+  receives a batch ahead of the one it applies says what it holds with ``confirmed=M``
+  (M < N) instead.
+- ``GET /api/v1/replication/confirm?sequence=M``: 204; the standby holds every record up to
+  M durably (sent the moment a batch is durable: a sync primary acknowledges on it).
 
 The standby names itself in ``X-Standby-Id``, its byte lag in ``X-Standby-Lag-Bytes``, and
 where it serves in ``X-Standby-Url``: the primary's scrub fetches a payload it must repair
@@ -39,6 +43,7 @@ SNAPSHOT_PATH = PREFIX + "/snapshot"
 SECRET_PATH = PREFIX + "/secret"
 PAYLOADS_PATH = PREFIX + "/payloads"
 RECORDS_PATH = PREFIX + "/records"
+CONFIRM_PATH = PREFIX + "/confirm"
 
 HEADER_STANDBY_ID = "X-Standby-Id"
 HEADER_STANDBY_LAG_BYTES = "X-Standby-Lag-Bytes"
