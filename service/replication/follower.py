@@ -189,7 +189,6 @@ class Follower:
                 if isinstance(got, BaseException):
                     raise got
                 await self._apply(got)
-                self.last_error = None
         finally:
             receiver.cancel()
             await asyncio.gather(receiver, return_exceptions=True)
@@ -221,6 +220,11 @@ class Follower:
             },
             headers={HEADER_STANDBY_LAG_BYTES: str(self.pending_bytes)},
         )
+        if answer.status_code == 200 and answer.headers.get(HEADER_SERVER_ID) != self._identity:
+            raise RecordsGone(
+                f"{self.primary.url} is another server than the one whose data this standby "
+                "holds (its signing secret differs)"
+            )
         own = self._engine.state.epoch_history()
         refused = answer_refusal(own, self.applied_sequence, answer.headers, self.primary.url)
         if refused is not None:  # an older epoch, or a divergence (``epochs``)
@@ -233,11 +237,6 @@ class Follower:
             raise RecordsGone(f"{_message(answer)}: it is not the history this standby holds")
         if answer.status_code != 200:
             raise ReplicationError(f"the primary answered {answer.status_code}: {_message(answer)}")
-        if answer.headers.get(HEADER_SERVER_ID) != self._identity:
-            raise RecordsGone(
-                f"{self.primary.url} is another server than the one whose data this standby "
-                "holds (its signing secret differs)"
-            )
         self.heard_at = time.monotonic()
         self.primary_sequence = int(answer.headers[HEADER_PRIMARY_SEQUENCE])
         last = int(answer.headers[HEADER_LAST])
@@ -259,6 +258,7 @@ class Follower:
         await self._committer.apply_shipped(batch)
         await self._committer.sync()  # balanced: the records durable; strict: synced already
         self.durable_sequence = batch[-1].sequence
+        self.last_error = None  # applied: whatever stopped an earlier attempt is past
         self.applied_records += len(batch)
         self.pending_bytes = 0
         if self.applied_sequence >= self.primary_sequence:
