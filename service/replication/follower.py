@@ -227,7 +227,8 @@ class Follower:
             )
         own = self._engine.state.epoch_history()
         refused = answer_refusal(own, self.applied_sequence, answer.headers, self.primary.url)
-        if refused is not None:  # an older epoch, or a divergence (``epochs``)
+        same_server = answer.headers.get(HEADER_SERVER_ID) in (None, self._identity)
+        if refused is not None and same_server:  # an older epoch, a divergence (``epochs``)
             raise RecordsGone(refused)
         if answer.status_code == 410:
             raise RecordsGone(_message(answer))

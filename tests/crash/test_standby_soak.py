@@ -27,7 +27,11 @@ CYCLES = int(os.environ.get("SYNC_SOAK_CYCLES", "50"))
 WRITERS = 4
 
 
-def write_until(primary: ServerProcess, prefix: str, seconds: float) -> dict[str, str]:
+def write_until(
+    primary: ServerProcess, prefix: str, seconds: float, at_least: int = 0
+) -> dict[str, str]:
+    """Concurrent PUTs for ``seconds`` (and on, up to a minute, until ``at_least`` were
+    acknowledged), then a SIGKILL of the primary; the keys acknowledged, with their etags."""
     acknowledged: dict[str, str] = {}
     lock = threading.Lock()
     stop = threading.Event()
@@ -50,6 +54,9 @@ def write_until(primary: ServerProcess, prefix: str, seconds: float) -> dict[str
     for thread in threads:
         thread.start()
     time.sleep(seconds)
+    deadline = time.monotonic() + 60.0
+    while len(acknowledged) < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
     primary.kill()
     stop.set()
     for thread in threads:
