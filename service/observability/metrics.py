@@ -308,6 +308,11 @@ class Metrics:
         self.registry.register(collector)
         self._own_collectors.append(collector)
 
+    def remove_collector(self, collector: Collector) -> None:
+        """Stop reading ``collector`` (a standby's, once it is promoted)."""
+        self.registry.unregister(collector)
+        self._own_collectors.remove(collector)
+
     def observe_request(
         self,
         route: str,

@@ -65,6 +65,7 @@ class StandbyOwner(JournalOwner):
         self.follower: Follower | None = None
         self.promoted = False
         self._promoting = asyncio.Lock()
+        self._collector: StandbyCollector | None = None
 
     def build_engine(
         self, config: Config, fs: FileSystem, metrics: Metrics, *, startup_gc_grace: float
@@ -91,7 +92,8 @@ class StandbyOwner(JournalOwner):
         self.follower = Follower(engine, self.committer, self.committer.primary, ctx.server_secret)
         self.follower.start()
         ctx.follower = self.follower
-        ctx.metrics.add_collector(StandbyCollector(self.follower))
+        self._collector = StandbyCollector(self.follower)
+        ctx.metrics.add_collector(self._collector)
         ctx.scrub.repairer = RepairFromPrimary(engine, self.committer.primary)  # heals rot here
         await ctx.scrub.start()
         engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
@@ -120,6 +122,8 @@ class StandbyOwner(JournalOwner):
             ctx.follower = None
             ctx.primary_url = None
             ctx.promote = None
+            if self._collector is not None:  # the feed's collector says "primary" now
+                ctx.metrics.remove_collector(self._collector)
             await ctx.scrub.stop()
             self.feed = ReplicationFeed(engine, self.committer)
             await self.start_work(ctx, scrub_job=False)

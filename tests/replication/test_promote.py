@@ -36,6 +36,9 @@ def test_a_promoted_standby_serves_writes_and_stays_a_primary_across_a_restart(
         assert copy.get("/buckets/keep/objects/before").content == before
         again = copy.post("/replication/promote")
         assert again.status_code == 409 and again.json()["error"]["code"] == "InvalidState"
+        metrics = copy.get("/metrics").text.splitlines()
+        assert "service_replication_standby 0.0" in metrics
+        assert "service_replication_standby 1.0" not in metrics
     standby.restart()  # SERVICE_FOLLOW still names the dead primary: ignored
     assert lines_with(standby, "ignores SERVICE_FOLLOW")
     with standby.client() as copy:
