@@ -7,7 +7,8 @@ and ``sha256``); a snapshot references the payloads of its versions and of its o
 parts. Reading a snapshot's references streams it (``service.meta.snapshot.stream_image``),
 so any number of objects is read in bounded memory.
 
-Thread-safety: pure functions over their arguments (the snapshot source is the caller's).
+Thread-safety: functions over their arguments (the snapshot source is the caller's;
+``for_each_snapshot_payload_batch`` reads its snapshot's file: blocking).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from journal.snapshot import Snapshot, SnapshotReader
 from service.meta.snapshot import SnapshotSource, VersionRows, stream_image
 
 _VERSION_PAYLOAD, _VERSION_SIZE, _VERSION_SHA256 = 1, 2, 4
@@ -53,3 +55,28 @@ def for_each_snapshot_payload(source: SnapshotSource, on_ref: Callable[[PayloadR
     for parts in image.parts.values():
         for part in parts.values():
             on_ref(PayloadRef(part.payload_id, part.size, part.sha256))
+
+
+def for_each_snapshot_payload_batch(
+    snapshot: Snapshot, size: int, on_batch: Callable[[list[PayloadRef]], None]
+) -> None:
+    """Hand the payloads of a loaded snapshot to ``on_batch`` in lists of ``size`` (the last
+    shorter, and called even when empty), then check the snapshot's crc (raises
+    ``SnapshotDamagedError``): the archive's shipper and a standby's bootstrap copy a
+    snapshot's payloads this way. A list is the caller's to keep."""
+    batch: list[PayloadRef] = []
+
+    def on_ref(ref: PayloadRef) -> None:
+        nonlocal batch
+        batch.append(ref)
+        if len(batch) >= size:
+            full, batch = batch, []
+            on_batch(full)
+
+    reader = SnapshotReader(snapshot)
+    try:
+        for_each_snapshot_payload(reader, on_ref)
+        reader.check()
+    finally:
+        reader.close()
+    on_batch(batch)

@@ -46,7 +46,12 @@ from journal.errors import JournalError, SnapshotDamagedError
 from journal.snapshot import SnapshotReader, list_snapshots, load_snapshot
 from journal.tail import LogTail, RecordsGoneError, split_frames
 from service.archive import layout
-from service.archive.refs import PayloadRef, for_each_snapshot_payload, record_payload
+from service.archive.refs import (
+    PayloadRef,
+    for_each_snapshot_payload,
+    for_each_snapshot_payload_batch,
+    record_payload,
+)
 from service.archive.targets import ArchiveError, ArchiveTarget
 from service.common.timefmt import rfc3339_ms
 from service.meta.snapshot import SnapshotFormatError
@@ -401,21 +406,7 @@ class Archiver:
         snapshot = load_snapshot(self._source.fs, path, sequence, verify=False)
         if snapshot is None:
             raise ArchiveError(f"snapshot {sequence} could not be read")
-        batch: list[PayloadRef] = []
-
-        def on_ref(ref: PayloadRef) -> None:
-            batch.append(ref)
-            if len(batch) >= PAYLOAD_BATCH:
-                self._ship_payloads(batch)
-                batch.clear()
-
-        reader = SnapshotReader(snapshot)
-        try:
-            for_each_snapshot_payload(reader, on_ref)
-            reader.check()
-        finally:
-            reader.close()
-        self._ship_payloads(batch)
+        for_each_snapshot_payload_batch(snapshot, PAYLOAD_BATCH, self._ship_payloads)
         self._ship_snapshot_file(sequence, path)
 
     def _ship_snapshot_file(self, sequence: int, path: str) -> bool:

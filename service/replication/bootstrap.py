@@ -8,8 +8,9 @@ anywhere and the next start resumes:
 1. the signing secret (``server-secret``), replaced durably: presigned URLs and share links
    made on the primary verify here;
 2. the newest snapshot, streamed into ``standby/snapshot.partial``, fsynced;
-3. every payload it references that is not in place yet (``service.replication.payloads``:
-   verified and fsynced one by one; what a previous attempt placed is not copied again);
+3. every payload it references that is not in place yet, in batches of ``PAYLOAD_BATCH``
+   (``service.replication.payloads``: fetched in bulk, verified, and made durable together,
+   one sync per batch; what a previous attempt placed is read back, not copied again);
 4. the snapshot renamed into the journal directory, and that directory fsynced: from here on
    the data dir is a standby's, and the journal opens at the snapshot.
 
@@ -36,8 +37,8 @@ from fsseam import crashpoints
 from fsseam.durable import make_dirs_durably, read_file, replace_file
 from fsseam.fs import FileSystem
 from journal.segment import list_segments
-from journal.snapshot import SnapshotReader, list_snapshots, load_snapshot, snapshot_name
-from service.archive.refs import PayloadRef, for_each_snapshot_payload
+from journal.snapshot import list_snapshots, load_snapshot, snapshot_name
+from service.archive.refs import PayloadRef, for_each_snapshot_payload_batch
 from service.auth.server_secret import SERVER_SECRET_FILENAME
 from service.config import Config
 from service.engine.core import Engine
@@ -174,31 +175,17 @@ def _fetch_payloads(engine: Engine, client: httpx.Client, path: str, sequence: i
     if snapshot is None:
         raise ReplicationError(f"snapshot {sequence} cannot be read")
     fetcher = PayloadFetcher(engine, client)
-    batch: list[PayloadRef] = []
     copied = 0
 
-    def on_ref(ref: PayloadRef) -> None:
+    def on_batch(batch: list[PayloadRef]) -> None:
         nonlocal copied
-        batch.append(ref)
-        if len(batch) >= PAYLOAD_BATCH:
-            copied += _fetch_batch(engine, fetcher, batch)
-            batch.clear()
+        fetched = fetcher.fetch(batch)
+        if fetched.payloads:
+            log.info("bootstrap: %d payloads (%d bytes) copied", fetched.payloads, fetched.bytes)
+        copied += fetched.payloads
 
-    reader = SnapshotReader(snapshot)
-    try:
-        for_each_snapshot_payload(reader, on_ref)
-        reader.check()
-    finally:
-        reader.close()
-    copied += _fetch_batch(engine, fetcher, batch)
+    for_each_snapshot_payload_batch(snapshot, PAYLOAD_BATCH, on_batch)
     return copied
-
-
-def _fetch_batch(engine: Engine, fetcher: PayloadFetcher, batch: list[PayloadRef]) -> int:
-    fetched = fetcher.fetch(batch)
-    if fetched.payloads:
-        log.info("bootstrap: %d payloads (%d bytes) copied", fetched.payloads, fetched.bytes)
-    return fetched.payloads
 
 
 def _check(answer: httpx.Response, what: str) -> None:

@@ -1,36 +1,44 @@
-"""A standby's copies of the primary's payloads: fetched, verified, durable, then referenced.
+"""A standby's copies of the primary's payloads: written, verified, durable, then referenced.
 
 The standby's promise is that a record is applied only once every byte it points to is on
-the standby's own disk: a payload is streamed from the primary into a staging file, its size
-and SHA-256 compared with what the record (or snapshot) says, fsynced, and renamed into
-place, with the PUT's own steps (``PayloadStore.create_staging`` and ``promote_checked``).
-A part written in place on the primary goes into the standby's own upload file at the same
-offset. A payload already in place is not fetched again: it got there only through these
-steps (ids are never reused), which is what lets a bootstrap or a follower resume after a
-crash without copying again what it has.
+the standby's own disk: each payload is written into a staging file (its SHA-256 computed
+as it is written), its size and SHA-256 compared with what the record (or snapshot) says,
+and renamed into place, with the PUT's own steps (``PayloadStore.create_staging`` and
+``promote_checked``); then the whole batch is made durable together, as the primary's strict
+small PUTs are (one ``syncfs`` of the data's file system, ``service.storage.groupsync``,
+where the OS has one; in balanced mode ``PayloadIntegrity.sync_payloads``; per file in strict
+mode without a ``syncfs``). Only then may the batch's records be appended. A part written in
+place on the primary goes into the standby's own upload file at the same offset.
 
-A payload the primary no longer holds (404: a later record released it, or it was lost
-there) is quarantined here, as a restore does a payload the archive marks lost: the record
-still applies, the version answers as a quarantined one would, and a later record that
-released it removes it.
+Where the bytes come from: a small payload (``wire.INLINE_MAX_BYTES``) arrives inside the
+records answer that references it; the others come by the bulk payloads route, many to a
+request and ``FETCH_CONNECTIONS`` requests at a time, streamed. One request and two fsyncs
+per payload left the standby applying tens of small records a second under load.
 
-Crash point: ``standby.payloads_stored`` (a batch's payloads durable, its records not yet
-appended).
+A payload already in place is not fetched again once its bytes verify (size and SHA-256):
+it was written by these steps (ids are never reused), perhaps by an attempt that a crash
+stopped before its batch's sync, which is what lets a bootstrap or a follower resume
+without copying again what it has. A sync that fails removes the batch's new files (their
+bytes are not known durable), so the retry writes them again.
 
-Payloads are fetched ``FETCH_CONNECTIONS`` at a time: one request and its fsyncs after
-another left the standby applying tens of small records a second under a primary's write load
-(each copy waits for a busy primary's answer, then for its own disk), while the copies are
-independent until the batch's records are appended, which waits for all of them.
+A payload the primary no longer holds (a later record released it, or it was lost there)
+is quarantined here, as a restore does a payload the archive marks lost: the record still
+applies, the version answers as a quarantined one would, and a later record that released
+it removes it.
+
+Crash points: ``standby.payloads_written`` (a batch's payloads in place, not yet synced),
+``standby.payloads_stored`` (durable, its records not yet appended).
 
 Thread-safety: ``fetch`` blocks (HTTP and disk): run it on the engine's executor, one call
-at a time per fetcher; it runs its copies on threads of its own (the payload store and the
-``httpx.Client`` take concurrent calls, as a primary's concurrent PUTs do).
+at a time per fetcher; it runs its requests on threads of its own (the payload store and
+the ``httpx.Client`` take concurrent calls, as a primary's concurrent PUTs do).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -39,14 +47,18 @@ import httpx
 from fsseam import crashpoints
 from service.archive.refs import PayloadRef
 from service.engine.core import Engine
-from service.replication.wire import PAYLOADS_PATH
+from service.replication.wire import BULK_MAX_IDS, NOT_HELD, PAYLOADS_PATH, iter_entries
 from service.storage.direct import parse_direct_id
 from service.storage.payloads import DigestMismatch
 
 log = logging.getLogger("service.replication")
 
-FETCH_CONNECTIONS = 8
-"""Payload copies in flight at once (requests to the primary, each with its own fsyncs)."""
+FETCH_CONNECTIONS = 4
+"""Bulk payload requests in flight at once."""
+REQUEST_BYTES = 32 << 20
+"""A bulk request asks for about this many bytes at most (a larger payload goes alone)."""
+READ_BYTES = 1 << 20
+"""A streamed payload is written this much at a time."""
 
 
 class ReplicationError(Exception):
@@ -61,6 +73,8 @@ class Fetched:
     payloads: int = 0
     bytes: int = 0
     lost: list[str] = field(default_factory=list)
+    placed: list[str] = field(default_factory=list)
+    """The payloads written by this call (made durable by it, or by its caller)."""
 
 
 class PayloadFetcher:
@@ -69,74 +83,135 @@ class PayloadFetcher:
     def __init__(self, engine: Engine, client: httpx.Client) -> None:
         self._engine = engine
         self._client = client
+        store = engine.store
+        self._each_synced = engine.config.durability == "strict" and store.fs_sync is None
+        """Strict without a ``syncfs``: each file fsynced as a PUT's (nothing shares one)."""
 
     def missing(self, refs: Iterable[PayloadRef]) -> list[PayloadRef]:
-        """The refs whose payloads are not in place here (each id once)."""
+        """The refs whose payloads are not in place here with their bytes (each id once)."""
         seen: set[str] = set()
         out = []
         for ref in refs:
             if ref.payload_id in seen:
                 continue
             seen.add(ref.payload_id)
-            if not self._has(ref):
+            if not self._engine.store.verify(ref.payload_id, ref.size, ref.sha256):
                 out.append(ref)
         return out
 
-    def _has(self, ref: PayloadRef) -> bool:
-        store = self._engine.store
-        if parse_direct_id(ref.payload_id) is not None:
-            return store.verify(ref.payload_id, ref.size, ref.sha256)
-        return self._engine.fs.exists(store.layout.payload_path(ref.payload_id))
-
-    def fetch(self, refs: Iterable[PayloadRef]) -> Fetched:
-        """Fetch every payload of ``refs`` not in place yet; durable on return."""
+    def fetch(
+        self,
+        refs: Iterable[PayloadRef],
+        inline: Mapping[str, bytes] | None = None,
+        sync: bool = True,
+    ) -> Fetched:
+        """Place every payload of ``refs`` not in place yet: from ``inline`` (bytes by id)
+        when there, else fetched. ``sync``: durable on return; else the caller makes
+        ``placed`` durable (``durable_by_caller``) before any record may name them."""
         done = Fetched()
-        placed: list[str] = []
         missing = self.missing(refs)
-        if len(missing) > 1:
-            # Leaving the block waits for every copy, so none is still writing when an error
-            # (the first copy's to fail, raised by ``list``) reaches the caller.
-            with ThreadPoolExecutor(
-                min(FETCH_CONNECTIONS, len(missing)), thread_name_prefix="standby-fetch"
-            ) as copies:
-                outcomes = list(copies.map(self._fetch_one, missing))
-        else:
-            outcomes = [self._fetch_one(ref) for ref in missing]
-        for ref, stored in zip(missing, outcomes, strict=True):
+        given = inline or {}
+        groups = _requests([ref for ref in missing if ref.payload_id not in given])
+        # Leaving the block waits for every request, so none is still writing when an error
+        # (the first to fail) reaches the caller; what was placed stays (verified, and
+        # made durable by the retry's sync).
+        with ThreadPoolExecutor(
+            max(1, min(FETCH_CONNECTIONS, len(groups))), thread_name_prefix="standby-fetch"
+        ) as requests:
+            running = requests.map(self._fetch_group, groups)
+            for ref in missing:
+                if ref.payload_id in given:
+                    self._write(ref, iter((given[ref.payload_id],)))
+                    done.placed.append(ref.payload_id)
+            outcomes = [each for group in running for each in group]
+        for ref, stored in outcomes:
             if stored:
-                placed.append(ref.payload_id)
-                done.payloads += 1
-                done.bytes += ref.size
+                done.placed.append(ref.payload_id)
             else:
                 done.lost.append(ref.payload_id)
-        if placed and self._engine.config.durability != "strict":
-            # Balanced: the payloads must be on disk before a record may name them here.
-            self._engine.integrity.sync_payloads(placed)
+        done.payloads = len(done.placed)
+        sizes = {ref.payload_id: ref.size for ref in missing}
+        done.bytes = sum(sizes[each] for each in done.placed)
+        crashpoints.hit("standby.payloads_written")
+        if sync:
+            try:
+                self._sync(done.placed)
+            except OSError as exc:
+                self._remove(done.placed)
+                raise ReplicationError(f"syncing the copied payloads failed: {exc}") from exc
+            self.stored(done)
+        return done
+
+    def durable_by_caller(self) -> bool:
+        """Whether ``fetch(sync=False)`` may leave the sync to the engine's shared
+        ``syncfs`` (``Engine.payload_sync``: strict, with a ``syncfs``)."""
+        return self._engine.payload_sync is not None
+
+    def stored(self, done: Fetched) -> None:
+        """The batch's payloads are durable: quarantine the lost ones."""
         for payload_id in done.lost:
             log.warning("payload %s is no longer on the primary: quarantined here", payload_id)
             self._engine.integrity.quarantine(payload_id)
         crashpoints.hit("standby.payloads_stored")
-        return done
 
-    def _fetch_one(self, ref: PayloadRef) -> bool:
-        """Copy one payload; False when the primary no longer holds it."""
-        with self._client.stream("GET", f"{PAYLOADS_PATH}/{ref.payload_id}") as answer:
-            if answer.status_code == 404:
-                return False
+    def forget(self, placed: list[str]) -> None:
+        """A batch whose sync failed: its files are not known durable (remove them)."""
+        self._remove(placed)
+
+    def _sync(self, placed: list[str]) -> None:
+        if not placed or self._each_synced:
+            return  # each file and its directory fsynced as it was placed
+        store = self._engine.store
+        if self._engine.config.durability == "strict":
+            assert store.fs_sync is not None
+            store.fs_sync.sync()  # the whole batch's files and renames durable at once
+        else:
+            # Balanced: the payloads must be on disk before a record may name them here.
+            self._engine.integrity.sync_payloads(placed)
+
+    def _remove(self, payload_ids: list[str]) -> None:
+        with contextlib.suppress(OSError):
+            self._engine.store.remove(payload_ids)  # a direct part's goes with its upload
+
+    def _fetch_group(self, group: list[PayloadRef]) -> list[tuple[PayloadRef, bool]]:
+        """One bulk request: each payload written as it streams; (ref, held) for each."""
+        wanted = {ref.payload_id: ref for ref in group}
+        out: list[tuple[PayloadRef, bool]] = []
+        params = {"id": [ref.payload_id for ref in group]}
+        with self._client.stream("GET", PAYLOADS_PATH, params=params) as answer:
             if answer.status_code != 200:
-                raise ReplicationError(
-                    f"payload {ref.payload_id}: the primary answered {answer.status_code}"
-                )
-            located = parse_direct_id(ref.payload_id)
-            if located is None:
-                self._store(ref, answer.iter_bytes())
-            else:
-                self._store_direct(ref, located, answer.iter_bytes())
-        return True
+                answer.read()
+                raise ReplicationError(f"payloads: the primary answered {answer.status_code}")
+            reader = _StreamReader(answer.iter_bytes(READ_BYTES))
+            try:
+                for name, size, read in iter_entries(reader.read_exactly):
+                    ref = wanted.pop(name, None)
+                    if ref is None:
+                        raise ReplicationError(f"the primary sent payload {name}, not asked for")
+                    if size == NOT_HELD:
+                        out.append((ref, False))
+                        continue
+                    if size != ref.size:
+                        raise ReplicationError(f"payload {name}: {size} bytes, not {ref.size}")
+                    self._write(ref, _windows(read, size))
+                    out.append((ref, True))
+            except ValueError as exc:
+                raise ReplicationError(f"the payloads answer is malformed: {exc}") from None
+        if wanted:
+            raise ReplicationError(f"the primary's answer lacks {len(wanted)} payloads")
+        return out
+
+    def _write(self, ref: PayloadRef, chunks: Iterable[bytes]) -> None:
+        located = parse_direct_id(ref.payload_id)
+        if located is None:
+            self._store(ref, chunks)
+        else:
+            self._store_direct(ref, located, chunks)
 
     def _store(self, ref: PayloadRef, chunks: Iterable[bytes]) -> None:
         store = self._engine.store
-        staging = store.create_staging()  # strict: fsynced when finished, as a PUT's body
+        synced = self._each_synced
+        staging = store.create_staging(synced=synced)  # hashed as written
         try:
             for chunk in chunks:
                 staging.write(chunk)
@@ -148,8 +223,8 @@ class PayloadFetcher:
             store.discard_staged(staged)
             raise ReplicationError(f"payload {ref.payload_id}: {staged.size} bytes, not {ref.size}")
         try:
-            # Renamed into place (and its directory fsynced) only once its SHA-256 matches.
-            store.promote_checked(staged, ref.payload_id, ref.sha256)
+            # Renamed into place only once its SHA-256 matches (durable with its batch).
+            store.promote_checked(staged, ref.payload_id, ref.sha256, synced=synced)
         except DigestMismatch:
             raise ReplicationError(f"payload {ref.payload_id} fails its SHA-256") from None
 
@@ -167,3 +242,52 @@ class PayloadFetcher:
             raise
         if staged.size != ref.size or staged.sha256 != ref.sha256.lower():
             raise ReplicationError(f"part {ref.payload_id} fails its size or SHA-256")
+
+
+def _requests(refs: list[PayloadRef]) -> list[list[PayloadRef]]:
+    """``refs`` in bulk requests of at most ``BULK_MAX_IDS`` ids and about
+    ``REQUEST_BYTES``, spread so that ``FETCH_CONNECTIONS`` requests share the work."""
+    if not refs:
+        return []
+    total = sum(ref.size for ref in refs)
+    share = max(1, min(REQUEST_BYTES, total // FETCH_CONNECTIONS + 1))
+    count = max(1, min(BULK_MAX_IDS, -(-len(refs) // FETCH_CONNECTIONS)))
+    groups: list[list[PayloadRef]] = [[]]
+    size = 0
+    for ref in refs:
+        if groups[-1] and (len(groups[-1]) >= count or size + ref.size > share):
+            groups.append([])
+            size = 0
+        groups[-1].append(ref)
+        size += ref.size
+    return groups
+
+
+def _windows(read: Callable[[int], bytes], size: int) -> Iterator[bytes]:
+    """``size`` bytes of a stream, a window at a time; ``ReplicationError`` if it ends first."""
+    left = size
+    while left > 0:
+        chunk = read(min(READ_BYTES, left))
+        if len(chunk) != min(READ_BYTES, left):
+            raise ReplicationError("the payloads answer ended early")
+        left -= len(chunk)
+        yield chunk
+
+
+class _StreamReader:
+    """Exact reads over an answer's chunks."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buffer = bytearray()
+
+    def read_exactly(self, count: int) -> bytes:
+        """``count`` bytes, fewer only at the end of the stream."""
+        while len(self._buffer) < count:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                break
+            self._buffer += chunk
+        out = bytes(self._buffer[:count])
+        del self._buffer[:count]
+        return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -139,3 +140,40 @@ def everything(client: httpx.Client) -> dict[str, Any]:
         for key in client.get("/access-keys").json()["access_keys"]
     ]
     return out
+
+
+class Writers:
+    """``count`` threads PUTting small objects into ``bucket`` of ``server`` until stopped (or
+    the server is gone); ``acknowledged`` maps each key answered 200 to its etag."""
+
+    def __init__(self, server: ServerProcess, bucket: str, count: int, *, prefix: str, repeat: int):
+        self.acknowledged: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._server, self._bucket = server, bucket
+        self._prefix, self._repeat = prefix, repeat
+        self._threads = [threading.Thread(target=self._write, args=(n,)) for n in range(count)]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+    def _write(self, number: int) -> None:
+        with self._server.client() as client:
+            n = 0
+            while not self._stop.is_set():
+                key = f"{self._prefix}{number}-{n}"
+                try:
+                    answer = client.put(
+                        f"/buckets/{self._bucket}/objects/{key}",
+                        content=key.encode() * self._repeat,
+                    )
+                except httpx.HTTPError:
+                    return  # the server is gone
+                if answer.status_code == 200:
+                    with self._lock:
+                        self.acknowledged[key] = answer.json()["etag"]
+                n += 1

@@ -10,14 +10,20 @@ standby's reach.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 import httpx
 
 from tests.events.test_event_stream import read_events
-from tests.replication.kit import Factory, everything, start_standby, status, wait_caught_up
+from tests.replication.kit import (
+    Factory,
+    Writers,
+    everything,
+    start_standby,
+    status,
+    wait_caught_up,
+)
 from tests.serverproc import free_port
 
 WRITERS = 4
@@ -30,36 +36,14 @@ def test_every_write_up_to_the_reported_position_survives_the_primary(
     with primary.client() as api:
         assert api.post("/buckets", json={"name": "acked"}).status_code == 201
     standby = start_standby(server_factory, primary)
-    acknowledged: dict[str, str] = {}
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def writer(number: int) -> None:
-        with primary.client() as client:
-            n = 0
-            while not stop.is_set():
-                key = f"w{number}-{n}"
-                try:
-                    answer = client.put(f"/buckets/acked/objects/{key}", content=key.encode() * 40)
-                except httpx.HTTPError:
-                    return  # the primary is gone
-                if answer.status_code == 200:
-                    with lock:
-                        acknowledged[key] = answer.json()["etag"]
-                n += 1
-
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
-    for thread in threads:
-        thread.start()
+    writers = Writers(primary, "acked", WRITERS, prefix="w", repeat=40)
     with standby.client() as copy:
         deadline = time.monotonic() + 60
         while status(copy)["applied_sequence"] < 150:  # following while the writes go on
             assert time.monotonic() < deadline
             time.sleep(0.05)
         primary.kill()
-        stop.set()
-        for thread in threads:
-            thread.join()
+        writers.stop()
         position = settled_position(copy)
         on_standby = {each["key"]: each["etag"] for each in all_objects(copy, "acked")}
     primary.port = free_port()  # out of the standby's reach
@@ -67,6 +51,7 @@ def test_every_write_up_to_the_reported_position_survives_the_primary(
     with primary.client() as api:
         events = read_events(api, "acked", len(all_objects(api, "acked")), params={"since": "0"})
     sequence_of = {event["key"]: event["sequence"] for event in events}
+    acknowledged = writers.acknowledged
     assert set(acknowledged) <= set(sequence_of)
     kept = [key for key in acknowledged if sequence_of[key] <= position]
     assert len(kept) >= 100

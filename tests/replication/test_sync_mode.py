@@ -5,12 +5,9 @@ the timeout (and may be on the primary: retrying it is safe)."""
 
 from __future__ import annotations
 
-import threading
 import time
 
-import httpx
-
-from tests.replication.kit import Factory, start_standby, status, wait_caught_up
+from tests.replication.kit import Factory, Writers, start_standby, status, wait_caught_up
 from tests.replication.test_standby_async import settled_position
 
 WRITERS = 6
@@ -34,35 +31,14 @@ def test_every_acknowledged_write_survives_the_primary_in_sync_mode(
     with primary.client() as api, standby.client() as copy:
         assert api.post("/buckets", json={"name": "synced"}).status_code == 201
         wait_caught_up(api, copy)
-    acknowledged: dict[str, str] = {}
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def writer(number: int) -> None:
-        with primary.client() as client:
-            n = 0
-            while not stop.is_set():
-                key = f"s{number}-{n}"
-                try:
-                    answer = client.put(f"/buckets/synced/objects/{key}", content=key.encode() * 30)
-                except httpx.HTTPError:
-                    return
-                if answer.status_code == 200:
-                    with lock:
-                        acknowledged[key] = answer.json()["etag"]
-                n += 1
-
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
-    for thread in threads:
-        thread.start()
+    writers = Writers(primary, "synced", WRITERS, prefix="s", repeat=30)
+    acknowledged = writers.acknowledged
     deadline = time.monotonic() + 120
     while len(acknowledged) < 150:
         assert time.monotonic() < deadline
         time.sleep(0.05)
     primary.kill()
-    stop.set()
-    for thread in threads:
-        thread.join()
+    writers.stop()
     with standby.client() as copy:
         settled_position(copy)
         listed = copy.get("/buckets/synced/objects", params={"limit": 1000}).json()
