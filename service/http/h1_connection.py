@@ -537,7 +537,7 @@ class H1Server:
         self.delegate = delegate
         self.direct = direct
         """A shortcut past the application's routing for some requests (object reads:
-        ``service.app.direct_object_reads``); None: everything goes through ``delegate``."""
+        ``service.app.direct_object_routes``); None: everything goes through ``delegate``."""
         self.xheaders = xheaders
         self.header_deadline = header_deadline
         self.idle_timeout = idle_timeout
