@@ -22,7 +22,7 @@ def start_eagerly(awaitable: Awaitable[Any]) -> asyncio.Future[Any] | None:
     that is not a coroutine is wrapped as ``asyncio.ensure_future`` does."""
     if not asyncio.iscoroutine(awaitable):
         return asyncio.ensure_future(awaitable)
-    coroutine: Coroutine[Any, Any, Any] = awaitable  # type: ignore[assignment]
+    coroutine: Coroutine[Any, Any, Any] = awaitable
     try:
         waiting_for = coroutine.send(None)
     except StopIteration:
