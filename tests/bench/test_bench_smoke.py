@@ -219,6 +219,7 @@ def test_upkeep_section_reports_delivery_scrub_pace_and_gets_during_a_scrub() ->
     assert int(delivered) > 0, rows[0]["notes"]
 
 
+@pytest.mark.slow  # servers under load for each row: a minute on 2 cores; `make bench` runs it
 def test_audit_section_sets_each_audited_load_beside_its_unaudited_twin() -> None:
     rows = run_audit(SMOKE)
 
@@ -255,6 +256,7 @@ def test_fleet_section_packages_the_same_videos_three_ways_and_sets_cpu_beside_i
     assert "core of its own" in names[8]
 
 
+@pytest.mark.slow  # servers under load for each row: a minute on 2 cores; `make bench` runs it
 def test_replication_section_sets_sync_async_bootstrap_and_restore_beside_their_anchors() -> None:
     from bench.replication_bench import run as run_replication
 

@@ -225,7 +225,14 @@ def test_events_resume_across_a_server_restart(
     """The stream reconnects with Last-Event-ID: nothing missed, nothing repeated."""
     proc = server_factory()
     loop = LoopThread() if flavour == "async" else None
-    options: dict[str, Any] = {"timeout": None, "backoff": 0.2}
+    # Reconnections every 0.1-1 s, up to 40 in a row: a killed server's restart may take tens
+    # of seconds on a loaded machine, and the stream must ride all of it out.
+    options: dict[str, Any] = {
+        "timeout": None,
+        "backoff": 0.2,
+        "max_backoff": 1.0,
+        "part_retries": 40,
+    }
     client = (
         ServiceClient(proc.connection_string, **options)
         if loop is None
