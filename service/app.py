@@ -8,10 +8,11 @@ percent-decoded rest of the path after ``/objects/``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import tornado.routing
 import tornado.web
-from tornado.httputil import HTTPMessageDelegate
+from tornado.httputil import HTTPMessageDelegate, HTTPServerRequest
 
 from service.common.wire import API_PREFIX
 from service.context import AppContext
@@ -184,12 +185,29 @@ def object_read_router(ctx: AppContext) -> ObjectReadRouter:
     )
 
 
-def direct_object_reads(
-    ctx: AppContext, before: Callable[[], None] | None = None
+DIRECT_WRITES = frozenset({"PUT", "DELETE"})
+"""Object methods the connection hands to ``ObjectHandler`` itself (``direct_object_routes``)."""
+
+
+def direct_object_routes(
+    app: tornado.web.Application, ctx: AppContext, before: Callable[[], None] | None = None
 ) -> Callable[[H1Exchange], HTTPMessageDelegate | None]:
-    """The connection's shortcut to object GET and HEAD (``object_reads.direct_reads``):
-    the same answer as through the application, without its routing."""
-    return direct_reads(object_read_router(ctx), OBJECT_READ, before)
+    """The connection's shortcut to the object route (``object_reads.direct_reads``): GET
+    and HEAD to ``ObjectRead``, PUT and DELETE to ``app``'s delegate of ``ObjectHandler``;
+    the same answer as through the application's routing, without it. ``OBJECT_READ``
+    leaves out the lock routes (which come before ``OBJECT`` in ``handler_table``), so a
+    path it matches is routed to ``OBJECT`` by the rule list too."""
+
+    def write_delegate(
+        request: HTTPServerRequest, arguments: dict[str, Any]
+    ) -> HTTPMessageDelegate:
+        return app.get_handler_delegate(
+            request, ObjectHandler, {"ctx": ctx}, path_args=[], path_kwargs=arguments
+        )
+
+    return direct_reads(
+        object_read_router(ctx), OBJECT_READ, before, (DIRECT_WRITES, write_delegate)
+    )
 
 
 def read_routes(ctx: AppContext) -> list[tornado.routing.Rule]:

@@ -131,3 +131,28 @@ def test_zero_minimum_rate_only_cuts_silence() -> None:
         pool.delivered(holder, second)
         pool.cut_stalled()
     assert not holder.closed
+
+
+def test_try_acquire_takes_a_free_slot_now_and_never_past_a_cap_or_a_waiter() -> None:
+    pool = slots(Clock(), capacity=3)
+    a1, a2, a3, b1, c1 = (Holder(name) for name in ("a1", "a2", "a3", "b1", "c1"))
+    assert pool.try_acquire(a1, "alice") and pool.try_acquire(a2, "alice")
+    assert pool.try_acquire(a1, "alice")  # a holder keeps the slot it has: not a second one
+    assert pool.held_by("alice") == 2 and len(pool) == 2
+    assert not pool.try_acquire(a3, "alice")  # alice's own cap
+    assert pool.try_acquire(b1, "bob")
+    assert not pool.try_acquire(c1, "carol")  # the total
+    assert len(pool) == 3 and pool.held_by("carol") == 0
+
+    async def queued_then_try() -> bool:
+        waiting = asyncio.ensure_future(pool.acquire(c1, "carol", 5.0))
+        await asyncio.sleep(0)  # carol waits for a slot
+        pool.release(b1)  # freed: it goes to the waiter, not to a later try_acquire
+        taken_by_dave = pool.try_acquire(Holder("d1"), "dave")
+        await waiting
+        return taken_by_dave
+
+    assert not asyncio.run(queued_then_try())
+    assert pool.held_by("carol") == 1 and pool.held_by("dave") == 0
+    pool.release(a1)
+    assert pool.held_by("alice") == 1 and pool.try_acquire(a3, "alice")

@@ -215,7 +215,10 @@ class ApiHandler(AuditedAnswer, tornado.web.RequestHandler):
     async def acquire_upload_slot(self) -> None:
         """Take one of the caller's upload slots (``service.limits.upload_slots``)."""
         slots = self.ctx.uploads_in_flight
-        await self.wait_for_slot(slots.acquire(self, self.slot_owner(), self.ctx.config.queue_wait))
+        owner = self.slot_owner()
+        # A free slot is taken at once: no waiting task, no hang-up polling (most uploads).
+        if not slots.try_acquire(self, owner):
+            await self.wait_for_slot(slots.acquire(self, owner, self.ctx.config.queue_wait))
         self.holds_upload_slot = True
 
     async def acquire_stream_slot(self) -> None:

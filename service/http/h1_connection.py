@@ -53,6 +53,7 @@ from tornado.netutil import is_valid_ip
 
 from service.common.api_errors import ApiError
 from service.common.wire import HEADER_REQUEST_ID
+from service.http.eager import start_eagerly
 from service.http.h1_exchange import H1Exchange, RequestContext, closed_future
 from service.http.host import host_problem
 from service.http.protocol import (
@@ -335,7 +336,9 @@ class H1Protocol(asyncio.Protocol):
                     return False
                 if not exchange.write_finished:
                     received = delegate.data_received(chunk)
-                    if received is not None and not self._wait_for(exchange, received):
+                    if received is not None and not self._wait_for(
+                        exchange, start_eagerly(received)
+                    ):
                         return False
             if not exchange.complete:
                 return False
@@ -534,7 +537,7 @@ class H1Server:
         self.delegate = delegate
         self.direct = direct
         """A shortcut past the application's routing for some requests (object reads:
-        ``service.app.direct_object_reads``); None: everything goes through ``delegate``."""
+        ``service.app.direct_object_routes``); None: everything goes through ``delegate``."""
         self.xheaders = xheaders
         self.header_deadline = header_deadline
         self.idle_timeout = idle_timeout

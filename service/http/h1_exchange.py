@@ -125,10 +125,16 @@ class H1Exchange(httputil.HTTPConnection):
             and (code < 100 or code >= 200)
             and "Content-Length" not in headers
         )
+        if self.keep_alive and not self.read_finished:
+            # Answered before the request was read to its end (refused up front): the
+            # connection closes after this answer (``H1Protocol.exchange_answered``), and
+            # says so, so that a client does not send its next request on it.
+            self.keep_alive = False
         if request.version == "HTTP/1.1" and not self.keep_alive:
             headers["Connection"] = "close"
         if (
             request.version == "HTTP/1.0"
+            and self.keep_alive
             and self.headers.get("Connection", "").lower() == "keep-alive"
         ):
             headers["Connection"] = "Keep-Alive"
@@ -171,10 +177,14 @@ class H1Exchange(httputil.HTTPConnection):
         bodyless = request.method == "HEAD" or code in _NO_BODY_STATUSES or code < 200
         if "Content-Length" not in fields and not bodyless:
             raise ValueError("write_response needs a Content-Length")
+        if self.keep_alive and not self.read_finished:
+            self.keep_alive = False  # closes after this answer: as in ``write_headers``
         if request.version == "HTTP/1.1" and not self.keep_alive:
             fields["Connection"] = "close"
-        elif request.version == "HTTP/1.0" and (
-            self.headers.get("Connection", "").lower() == "keep-alive"
+        elif (
+            request.version == "HTTP/1.0"
+            and self.keep_alive
+            and self.headers.get("Connection", "").lower() == "keep-alive"
         ):
             fields["Connection"] = "Keep-Alive"
         if request.method == "HEAD" or code == 304:

@@ -158,21 +158,37 @@ class ObjectReadRouter(tornado.routing.Router):
         return ObjectRead(self, request, kwargs.get("path_kwargs") or {})
 
 
+WriteDelegate = Callable[[HTTPServerRequest, dict[str, Any]], HTTPMessageDelegate]
+"""The application's delegate for a write of the object route, given the request and its
+path arguments (``tornado.web.Application.get_handler_delegate`` of the route's handler)."""
+
+
 def direct_reads(
-    router: ObjectReadRouter, pattern: str, before: Callable[[], None] | None = None
+    router: ObjectReadRouter,
+    pattern: str,
+    before: Callable[[], None] | None = None,
+    writes: tuple[frozenset[str], WriteDelegate] | None = None,
 ) -> Callable[[H1Exchange], HTTPMessageDelegate | None]:
     """The connection's shortcut to ``router`` (``H1Server(direct=...)``): a GET or HEAD
     whose path matches ``pattern`` gets its ``ObjectRead`` without the application's
     routing (``PreflightRouter``, the rule list, ``_RoutingDelegate``), which routes such a
     request to the same ``ObjectRead`` with the same path arguments (percent-decoded bytes,
     as ``tornado.routing.PathMatches`` gives them). ``before``: called first (a worker's
-    ``begin_request``, as ``FreshStateDelegate`` does)."""
+    ``begin_request``, as ``FreshStateDelegate`` does). ``writes``: methods (none of them
+    ``OPTIONS``, which the preflight router may take first) and the delegate the
+    application's rule list would route them to on the same path, with the same arguments;
+    a small PUT is mostly per-request overhead too (docs/benchmarks.md, "Issue 27")."""
     regex = re.compile(pattern if pattern.endswith("$") else pattern + "$")
     prefix = pattern.split("(", 1)[0]
+    write_methods, write_delegate = writes if writes is not None else (frozenset(), None)
+    if "OPTIONS" in write_methods:
+        raise ValueError("OPTIONS is the preflight router's first")
 
     def direct(exchange: H1Exchange) -> HTTPMessageDelegate | None:
         start = exchange.start_line
-        if start.method not in READ_METHODS or not start.path.startswith(prefix):
+        method = start.method
+        reads = method in READ_METHODS
+        if not (reads or method in write_methods) or not start.path.startswith(prefix):
             return None
         match = regex.match(start.path.partition("?")[0])
         if match is None:
@@ -184,6 +200,8 @@ def direct_reads(
             name: None if value is None else url_unescape(value, encoding=None, plus=False)
             for name, value in match.groupdict().items()
         }
+        if not reads and write_delegate is not None:
+            return write_delegate(request, arguments)
         return ObjectRead(router, request, arguments)
 
     return direct

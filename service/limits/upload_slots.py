@@ -91,6 +91,17 @@ class UploadSlots:
         """Uploads waiting for a slot now."""
         return self._slots.waiting()
 
+    def try_acquire(self, holder: UploadHolder, owner: str) -> bool:
+        """Take a slot for ``holder`` now if the rules allow it without waiting (a request
+        that holds one already has it); False: ``acquire`` must wait for one."""
+        if holder in self._uploads:
+            return True
+        if not self._slots.try_acquire(owner):
+            return False
+        now = self._clock()
+        self._uploads[holder] = _Upload(owner=owner, last_delivery=now, window_start=now)
+        return True
+
     async def acquire(self, holder: UploadHolder, owner: str, timeout: float) -> None:
         """Take a slot for ``holder`` on behalf of ``owner`` (a user id), waiting up to
         ``timeout`` seconds for one; ``SlotsFull`` if none came (``fair_slots``)."""

@@ -18,7 +18,7 @@ from service.http.json_body import MAX_JSON_BYTES
 from service.http.protocol import header_deadline
 
 Direct = Callable[[H1Exchange], HTTPMessageDelegate | None]
-"""A shortcut past the application's routing (``service.app.direct_object_reads``)."""
+"""A shortcut past the application's routing (``service.app.direct_object_routes``)."""
 
 
 def make_http_server(

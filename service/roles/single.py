@@ -10,7 +10,7 @@ import signal
 import tornado.web
 
 from fsseam.fs import FileSystem
-from service.app import direct_object_reads
+from service.app import direct_object_routes
 from service.banner import startup_banner
 from service.config import Config
 from service.context import AppContext
@@ -42,7 +42,7 @@ class SingleRole:
 
     async def start(self, ctx: AppContext, app: tornado.web.Application) -> list[H1Server]:
         await self.owner.start(ctx)
-        return [make_http_server(app, ctx.config, ctx, direct=direct_object_reads(ctx))]
+        return [make_http_server(app, ctx.config, ctx, direct=direct_object_routes(app, ctx))]
 
     def ready(self, ctx: AppContext) -> None:
         print(startup_banner(ctx.config, ctx.engine.fs), flush=True)

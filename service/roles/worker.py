@@ -19,7 +19,7 @@ import signal
 import tornado.web
 
 from fsseam.fs import FileSystem
-from service.app import direct_object_reads, routes_at
+from service.app import direct_object_routes, routes_at
 from service.config import Config
 from service.context import AppContext
 from service.engine.core import Engine
@@ -64,7 +64,7 @@ class WorkerRole:
         # Ahead of every other route (Tornado puts added host rules before the app's own).
         app.add_handlers(r".*", self.forwarder.routes(ctx, routes_at(Home.JOURNAL)))
         engine = ctx.engine
-        direct = direct_object_reads(ctx, before=engine.begin_request)
+        direct = direct_object_routes(app, ctx, before=engine.begin_request)
         return [make_http_server(FreshStateDelegate(app, engine), ctx.config, ctx, direct=direct)]
 
     def ready(self, ctx: AppContext) -> None:

@@ -18,7 +18,7 @@ import tornado.web
 from tornado.netutil import bind_unix_socket
 
 from fsseam.fs import FileSystem
-from service.app import direct_object_reads
+from service.app import direct_object_routes
 from service.config import Config
 from service.context import AppContext
 from service.engine.core import Engine
@@ -68,7 +68,7 @@ class WriterRole:
         await internal.add_sockets(
             [bind_unix_socket(forward_socket_path(self.seat.socket_path), 0o600)]
         )
-        public = make_http_server(app, ctx.config, ctx, direct=direct_object_reads(ctx))
+        public = make_http_server(app, ctx.config, ctx, direct=direct_object_routes(app, ctx))
         return [public, internal]
 
     def ready(self, ctx: AppContext) -> None:
