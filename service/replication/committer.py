@@ -21,11 +21,13 @@ import httpx
 
 from journal.errors import JournalError
 from journal.tail import RawRecord
+from service.archive.refs import PayloadRef
 from service.common.api_errors import ServiceError
 from service.engine.core import Engine, OwnState
 from service.engine.journaled import JournalCommitter
+from service.index.protocol import IndexFactory
 from service.replication.bootstrap import PrimaryLink, bootstrap_if_needed
-from service.replication.payloads import ReplicationError
+from service.replication.payloads import Fetched, PayloadFetcher, ReplicationError
 
 log = logging.getLogger("service.replication")
 
@@ -40,8 +42,10 @@ class StandbyRefusal(ServiceError):
 class StandbyCommitter(JournalCommitter):
     """A journal owner that only appends what its primary committed (module docstring)."""
 
-    def __init__(self, own: OwnState, primary: PrimaryLink) -> None:
-        super().__init__(own)
+    def __init__(
+        self, own: OwnState, primary: PrimaryLink, index_factory: IndexFactory | None = None
+    ) -> None:
+        super().__init__(own, index_factory)
         self.primary = primary
         self.bootstrapped_payloads = 0
         """Payloads the bootstrap of this start copied (0 when it had nothing to do)."""
@@ -52,7 +56,7 @@ class StandbyCommitter(JournalCommitter):
         pause = 1.0
         while True:
             try:
-                copied = await engine.run_blocking(bootstrap_if_needed, engine, self.primary)
+                copied = await engine.run_blocking(self.bootstrap, engine)
             except (httpx.HTTPError, ReplicationError, OSError, JournalError) as exc:
                 # The primary is away or answered badly: a standby waits for it.
                 log.error("bootstrap from %s failed (will retry): %s", self.primary.url, exc)
@@ -63,8 +67,30 @@ class StandbyCommitter(JournalCommitter):
         self.bootstrapped_payloads = copied
         await super().start(engine)
 
+    def bootstrap(self, engine: Engine) -> int:
+        """Copy the primary into a fresh data dir (blocking); the payloads copied. The crash
+        matrix's standby (``tests/crash/standbykit.py``) copies from an in-process primary."""
+        return bootstrap_if_needed(engine, self.primary)
+
     def ensure_writable(self) -> None:
         raise StandbyRefusal()
+
+    async def apply_batch(
+        self, shipped: list[RawRecord], refs: list[PayloadRef], fetcher: PayloadFetcher
+    ) -> Fetched:
+        """The standby's apply of one batch of the primary's records (``refs``: the payloads
+        they reference): every payload copied, verified and durable here first, then the
+        records appended and applied, then the journal synced. A crash anywhere leaves a
+        prefix of the primary's records, each with its payloads (payloads without a record
+        are orphans the start's sweep removes)."""
+        engine = self.engine
+        fetched = await engine.run_blocking(fetcher.fetch, refs)
+        engine.quarantined.update(fetched.lost)
+        await self.apply_shipped(shipped)
+        # Balanced: durable before the next request confirms them (a sync primary
+        # acknowledges its writes on that confirmation). Strict: synced already.
+        await self.sync()
+        return fetched
 
     async def apply_shipped(self, shipped: list[RawRecord]) -> None:
         """Append and apply the primary's records, in order, as one group commit.

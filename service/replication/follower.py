@@ -41,6 +41,7 @@ from service.engine.core import Engine
 from service.replication.bootstrap import PrimaryLink
 from service.replication.committer import StandbyCommitter
 from service.replication.payloads import PayloadFetcher, ReplicationError
+from service.replication.source import HttpSource
 from service.replication.wire import (
     HEADER_LAST,
     HEADER_PRIMARY_SEQUENCE,
@@ -185,15 +186,10 @@ class Follower:
             shipped = split_frames(answer.content, first, MAX_RECORD_BYTES)
             refs = [ref for each in shipped if (ref := record_payload(each.event())) is not None]
             self.pending_bytes = len(answer.content) + sum(ref.size for ref in refs)
-            fetcher = PayloadFetcher(self._engine, self._fetch_client)
-            fetched = await self._engine.run_blocking(fetcher.fetch, refs)
-            self._engine.quarantined.update(fetched.lost)
+            fetcher = PayloadFetcher(self._engine, HttpSource(self._fetch_client))
+            fetched = await self._committer.apply_batch(shipped, refs, fetcher)
             self.fetched_payloads += fetched.payloads
             self.fetched_bytes += fetched.bytes
-            await self._committer.apply_shipped(shipped)
-            # Balanced: durable before the next request confirms them (a sync primary
-            # acknowledges its writes on that confirmation). Strict: synced already.
-            await self._committer.sync()
             self.applied_records += len(shipped)
             self.pending_bytes = 0
         if self.applied_sequence >= self.primary_sequence:

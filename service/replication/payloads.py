@@ -7,7 +7,8 @@ place, with the PUT's own steps (``PayloadStore.create_staging`` and ``promote_c
 A part written in place on the primary goes into the standby's own upload file at the same
 offset. A payload already in place is not fetched again: it got there only through these
 steps (ids are never reused), which is what lets a bootstrap or a follower resume after a
-crash without copying again what it has.
+crash without copying again what it has (in balanced durability, once its bytes check out:
+``PayloadFetcher._has``).
 
 A payload the primary no longer holds (404: a later record released it, or it was lost
 there) is quarantined here, as a restore does a payload the archive marks lost: the record
@@ -24,7 +25,7 @@ independent until the batch's records are appended, which waits for all of them.
 
 Thread-safety: ``fetch`` blocks (HTTP and disk): run it on the engine's executor, one call
 at a time per fetcher; it runs its copies on threads of its own (the payload store and the
-``httpx.Client`` take concurrent calls, as a primary's concurrent PUTs do).
+source (an ``HttpSource``) take concurrent calls, as a primary's concurrent PUTs do).
 """
 
 from __future__ import annotations
@@ -32,14 +33,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-
-import httpx
+from typing import Protocol
 
 from fsseam import crashpoints
 from service.archive.refs import PayloadRef
 from service.engine.core import Engine
-from service.replication.wire import PAYLOADS_PATH
 from service.storage.direct import parse_direct_id
 from service.storage.payloads import DigestMismatch
 
@@ -54,6 +54,15 @@ class ReplicationError(Exception):
     the follower retries after a pause."""
 
 
+class PayloadSource(Protocol):
+    """Where payload bytes come from (``service.replication.source``: the primary over
+    HTTP, or an in-process one in the crash matrix)."""
+
+    def payload(self, payload_id: str) -> AbstractContextManager[Iterable[bytes] | None]:
+        """The payload's bytes, or None when the primary no longer holds it."""
+        ...
+
+
 @dataclass
 class Fetched:
     """What one ``fetch`` did."""
@@ -66,9 +75,14 @@ class Fetched:
 class PayloadFetcher:
     """Copies payloads from the primary into this data dir (module docstring)."""
 
-    def __init__(self, engine: Engine, client: httpx.Client) -> None:
+    def __init__(
+        self, engine: Engine, source: PayloadSource, connections: int = FETCH_CONNECTIONS
+    ) -> None:
+        """``connections``: copies in flight at once (1: one after another, in order, as
+        the crash matrix needs to replay the same file operations every time)."""
         self._engine = engine
-        self._client = client
+        self._source = source
+        self._connections = connections
 
     def missing(self, refs: Iterable[PayloadRef]) -> list[PayloadRef]:
         """The refs whose payloads are not in place here (each id once)."""
@@ -83,8 +97,13 @@ class PayloadFetcher:
         return out
 
     def _has(self, ref: PayloadRef) -> bool:
+        """Strict: a payload's name is there only once its bytes were fsynced. Balanced:
+        its bytes are synced with its batch's, after the rename, so a power cut before that
+        may keep the name and tear the bytes (the crash matrix's ``standby_bootstrap`` found
+        a resumed bootstrap keeping such copies): the copy is read and checked."""
         store = self._engine.store
-        if parse_direct_id(ref.payload_id) is not None:
+        strict = self._engine.config.durability == "strict"
+        if parse_direct_id(ref.payload_id) is not None or not strict:
             return store.verify(ref.payload_id, ref.size, ref.sha256)
         return self._engine.fs.exists(store.layout.payload_path(ref.payload_id))
 
@@ -93,11 +112,11 @@ class PayloadFetcher:
         done = Fetched()
         placed: list[str] = []
         missing = self.missing(refs)
-        if len(missing) > 1:
+        if len(missing) > 1 and self._connections > 1:
             # Leaving the block waits for every copy, so none is still writing when an error
             # (the first copy's to fail, raised by ``list``) reaches the caller.
             with ThreadPoolExecutor(
-                min(FETCH_CONNECTIONS, len(missing)), thread_name_prefix="standby-fetch"
+                min(self._connections, len(missing)), thread_name_prefix="standby-fetch"
             ) as copies:
                 outcomes = list(copies.map(self._fetch_one, missing))
         else:
@@ -120,18 +139,14 @@ class PayloadFetcher:
 
     def _fetch_one(self, ref: PayloadRef) -> bool:
         """Copy one payload; False when the primary no longer holds it."""
-        with self._client.stream("GET", f"{PAYLOADS_PATH}/{ref.payload_id}") as answer:
-            if answer.status_code == 404:
+        with self._source.payload(ref.payload_id) as chunks:
+            if chunks is None:
                 return False
-            if answer.status_code != 200:
-                raise ReplicationError(
-                    f"payload {ref.payload_id}: the primary answered {answer.status_code}"
-                )
             located = parse_direct_id(ref.payload_id)
             if located is None:
-                self._store(ref, answer.iter_bytes())
+                self._store(ref, chunks)
             else:
-                self._store_direct(ref, located, answer.iter_bytes())
+                self._store_direct(ref, located, chunks)
         return True
 
     def _store(self, ref: PayloadRef, chunks: Iterable[bytes]) -> None:
