@@ -61,8 +61,8 @@ from service.archive.shipper import (
 from service.archive.targets import ArchiveError, ArchiveTarget
 from service.auth.server_secret import SERVER_SECRET_FILENAME
 from service.common.timefmt import rfc3339_ms
-from service.storage.direct import direct_path, parse_direct_id
 from service.startup import RESTORE_INCOMPLETE
+from service.storage.direct import direct_path, parse_direct_id
 from service.storage.layout import ASSEMBLY_DIR, Layout
 
 JOURNAL_DIR = "journal"
