@@ -61,6 +61,8 @@ from service.http.openapi_handlers import DocsHandler, OpenApiHandler
 from service.http.preflight import ROUTE as PREFLIGHT_ROUTE
 from service.http.preflight import PreflightRouter
 from service.http.replication_feed_handlers import (
+    BulkPayloadFeedHandler,
+    ConfirmFeedHandler,
     PayloadFeedHandler,
     RecordsFeedHandler,
     SecretFeedHandler,
@@ -142,6 +144,8 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/replication/snapshot", SnapshotFeedHandler),
         (rf"{API}/replication/secret", SecretFeedHandler),
         (rf"{API}/replication/records", RecordsFeedHandler),
+        (rf"{API}/replication/payloads", BulkPayloadFeedHandler),
+        (rf"{API}/replication/confirm", ConfirmFeedHandler),
         (rf"{API}/replication/payloads/(?P<payload_id>[^/]+)", PayloadFeedHandler),
         (rf"{API}/system/audit", AuditHandler),
         (rf"{API}/system/audit/verify", AuditVerifyHandler),

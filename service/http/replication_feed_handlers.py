@@ -19,7 +19,9 @@ from service.http.base import ApiHandler, Home
 from service.replication.feed import RecordsGoneError, ReplicationFeed, StandbySlot
 from service.replication.repair import standby_url
 from service.replication.wire import (
+    BULK_MAX_IDS,
     HEADER_FIRST,
+    HEADER_FRAMES_BYTES,
     HEADER_LAST,
     HEADER_PRIMARY_SEQUENCE,
     HEADER_SERVER_ID,
@@ -27,6 +29,9 @@ from service.replication.wire import (
     HEADER_STANDBY_ID,
     HEADER_STANDBY_LAG_BYTES,
     HEADER_STANDBY_URL,
+    NOT_HELD,
+    pack_entry_header,
+    pack_inline,
     server_identity,
     standby_id_ok,
 )
@@ -141,6 +146,61 @@ class PayloadFeedHandler(_FeedHandler):
             source.close()
 
 
+class BulkPayloadFeedHandler(_FeedHandler):
+    """Many payloads in one streamed answer (a bootstrap's batches): for each ``id`` asked,
+    an entry header (``wire.pack_entry_header``: size -1 when not held here), then its
+    bytes, read a window at a time on the executor."""
+
+    route_name = "/api/v1/replication/payloads"
+
+    async def get(self) -> None:
+        self.authorize(Action.SYSTEM_INFO)
+        if self.ctx.replication_feed is None and self.ctx.follower is None:
+            raise ApiError("NotFound", "this server has no replication role")
+        ids = self.get_query_arguments("id")
+        if not 0 < len(ids) <= BULK_MAX_IDS:
+            raise ApiError("InvalidArgument", f"name 1 to {BULK_MAX_IDS} payloads with id=")
+        for payload_id in ids:
+            if parse_direct_id(payload_id) is None and not is_valid_payload_id(payload_id):
+                raise ApiError("InvalidArgument", f"not a payload id: {payload_id[:80]}")
+        self.set_header("Content-Type", OCTETS)
+        for payload_id in ids:
+            await self._send_entry(payload_id)
+        self.finish()
+
+    async def _send_entry(self, payload_id: str) -> None:
+        engine = self.ctx.engine
+        located = parse_direct_id(payload_id)
+        try:
+            if payload_id in engine.quarantined:
+                raise FileNotFoundError(payload_id)
+            if located is not None:
+                upload_id, offset, size = located
+                path = engine.store.direct_file(upload_id)
+                data = await engine.run_blocking(_read_whole_region, engine.fs, path, offset, size)
+                self.write(pack_entry_header(payload_id, len(data)) + data)
+                self.bytes_out += len(data)
+                await self.flush()
+                return
+            source = await engine.run_blocking(engine.store.open_payload, payload_id)
+        except (FileNotFoundError, EOFError):
+            self.write(pack_entry_header(payload_id, NOT_HELD))
+            return
+        try:
+            left = source.size()
+            self.write(pack_entry_header(payload_id, left))
+            while left > 0:
+                chunk = await engine.run_blocking(source.read, min(WINDOW_BYTES, left))
+                if not chunk:  # the file shrank: cut the answer, the standby retries
+                    raise OSError(f"payload {payload_id} ended early")
+                self.write(chunk)
+                self.bytes_out += len(chunk)
+                left -= len(chunk)
+                await self.flush()
+        finally:
+            source.close()
+
+
 def _read_whole_region(fs: FileSystem, path: str, offset: int, size: int) -> bytes:
     """A part written in place (at most a part's size); gone with its upload's file."""
     try:
@@ -158,9 +218,12 @@ class RecordsFeedHandler(_FeedHandler):
         if first < 1:
             raise ApiError("InvalidArgument", "from must be a sequence >= 1")
         wait = float(self._number("wait", 0))
+        inline = self._number("inline", 0) == 1
+        # What the standby holds: at most what it no longer asks for.
+        confirmed = min(self._number("confirmed", first - 1), first - 1)
         try:
-            slot = self.slot(feed, first - 1)
-            frames = await feed.records(slot, first, wait)
+            slot = self.slot(feed, confirmed)
+            frames = await feed.records(slot, first, wait, inline=inline)
         except RecordsGoneError as exc:
             raise ApiError(
                 "RecordsGone", f"{exc}: the standby must bootstrap again from a snapshot"
@@ -172,15 +235,41 @@ class RecordsFeedHandler(_FeedHandler):
         self.set_header(HEADER_LAST, str(frames.last))
         self.set_header(HEADER_PRIMARY_SEQUENCE, str(frames.primary_sequence))
         self.set_header(HEADER_SERVER_ID, server_identity(self.ctx.server_secret))
-        self.bytes_out += len(frames.data)
-        self.finish(frames.data)
+        body = frames.data
+        if inline:
+            self.set_header(HEADER_FRAMES_BYTES, str(len(body)))
+            body += pack_inline(frames.inline)
+        self.bytes_out += len(body)
+        self.finish(body)
 
     def _number(self, name: str, default: int | None) -> int:
-        raw = self.get_query_argument(name, None)
-        if raw is None:
-            if default is None:
-                raise ApiError("InvalidArgument", f"{name} is required")
-            return default
-        if not raw.isdigit() or len(raw) > 18:
-            raise ApiError("InvalidArgument", f"{name} must be a non-negative integer")
-        return int(raw)
+        return _query_number(self, name, default)
+
+
+class ConfirmFeedHandler(_FeedHandler):
+    """A standby's confirmation that it holds every record up to ``sequence`` durably: sent
+    the moment a batch is durable, so a sync primary acknowledges the writes it covers at
+    once (``ConfirmationWaiters.confirm`` wakes them all in one pass)."""
+
+    route_name = "/api/v1/replication/confirm"
+
+    async def get(self) -> None:
+        feed = self.feed()
+        sequence = _query_number(self, "sequence", None)
+        try:
+            self.slot(feed, sequence)
+        except ValueError as exc:
+            raise ApiError("InvalidState", str(exc)) from None
+        self.set_status(204)
+        self.finish()
+
+
+def _query_number(handler: ApiHandler, name: str, default: int | None) -> int:
+    raw = handler.get_query_argument(name, None)
+    if raw is None:
+        if default is None:
+            raise ApiError("InvalidArgument", f"{name} is required")
+        return default
+    if not raw.isdigit() or len(raw) > 18:
+        raise ApiError("InvalidArgument", f"{name} must be a non-negative integer")
+    return int(raw)

@@ -106,7 +106,7 @@ def feed_paths() -> dict[str, Any]:
                 operation_id,
                 summary,
                 tag="diagnostics",
-                responses={200: response},
+                responses={more.pop("status", 200): response},
                 errors=more.pop("errors", (400, 401, 403, 404)),
                 parameters=[*extra, *standby],
             )
@@ -153,8 +153,55 @@ def feed_paths() -> dict[str, Any]:
                     "Seconds to wait for a record (<= 30)",
                     {"type": "integer", "minimum": 0},
                 ),
+                query_param(
+                    "inline",
+                    "1: carry the small payloads the frames reference after them",
+                    {"type": "integer", "enum": [0, 1]},
+                ),
+                query_param(
+                    "confirmed",
+                    "The standby's durable position (at most from - 1, its default)",
+                    {"type": "integer", "minimum": 0},
+                ),
             ],
             errors=(400, 401, 403, 404, 409, 410),
+        ),
+        f"{API}/replication/confirm": feed(
+            "confirmReplicationRecords",
+            "A standby holds every record up to a sequence durably (admin)",
+            ok("Confirmed."),
+            parameters=[
+                query_param(
+                    "sequence",
+                    "The standby's newest durable record",
+                    {"type": "integer", "minimum": 0},
+                    required=True,
+                ),
+            ],
+            status=204,
+            errors=(400, 401, 403, 404, 409),
+        ),
+        f"{API}/replication/payloads": feed(
+            "getReplicationPayloads",
+            "Many payloads in one streamed answer, for a standby (admin)",
+            ok("Each payload's entry: its id, its size (-1: not held), its bytes.", content=OCTETS),
+            parameters=[
+                {
+                    **query_param(
+                        "id",
+                        "A payload id (repeated, 1 to 256)",
+                        {
+                            "type": "array",
+                            "items": {"type": "string", "pattern": PAYLOAD_ID_PATTERN},
+                            "minItems": 1,
+                            "maxItems": 256,
+                        },
+                        required=True,
+                    ),
+                    "explode": True,
+                }
+            ],
+            standby=False,
         ),
         f"{API}/replication/payloads/{{payload_id}}": feed(
             "getReplicationPayload",

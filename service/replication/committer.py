@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 
 import httpx
 
@@ -76,20 +77,33 @@ class StandbyCommitter(JournalCommitter):
         raise StandbyRefusal()
 
     async def apply_batch(
-        self, shipped: list[RawRecord], refs: list[PayloadRef], fetcher: PayloadFetcher
+        self,
+        shipped: list[RawRecord],
+        refs: list[PayloadRef],
+        inline: Mapping[str, bytes],
+        fetcher: PayloadFetcher,
     ) -> Fetched:
         """The standby's apply of one batch of the primary's records (``refs``: the payloads
-        they reference): every payload copied, verified and durable here first, then the
-        records appended and applied, then the journal synced. A crash anywhere leaves a
-        prefix of the primary's records, each with its payloads (payloads without a record
-        are orphans the start's sweep removes)."""
+        they reference, ``inline``: the bytes the records answer carried): every payload
+        written and verified (one executor job), then made durable together (the shared
+        ``syncfs`` of the primary's strict small PUTs, ``Engine.payload_sync``, or the
+        fetcher's own sync), then the records appended and applied, then the journal
+        synced. A crash anywhere leaves a prefix of the primary's records, each with its
+        payloads (payloads without a record are orphans the start's sweep removes)."""
         engine = self.engine
-        fetched = await engine.run_blocking(fetcher.fetch, refs)
+        group = engine.payload_sync if fetcher.durable_by_caller() else None
+        ticket = group.ticket() if group is not None else 0
+        fetched = await engine.run_blocking(fetcher.fetch, refs, inline, group is None)
+        if group is not None:
+            try:
+                await group.sync(ticket)  # the batch's files and renames durable at once
+            except OSError as exc:
+                await engine.run_blocking(fetcher.forget, fetched.placed)
+                raise ReplicationError(f"syncing the copied payloads failed: {exc}") from exc
+            fetcher.stored(fetched)
         engine.quarantined.update(fetched.lost)
         await self.apply_shipped(shipped)
-        # Balanced: durable before the next request confirms them (a sync primary
-        # acknowledges its writes on that confirmation). Strict: synced already.
-        await self.sync()
+        await self.sync()  # balanced: the records durable; strict: synced already
         return fetched
 
     async def apply_shipped(self, shipped: list[RawRecord]) -> None:

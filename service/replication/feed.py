@@ -32,13 +32,21 @@ from typing import Any
 
 from fsseam.fs import ReadableFile
 from journal.snapshot import list_snapshots
-from journal.tail import LogTail, RecordsGoneError
+from journal.tail import LogTail, RawRecord, RecordsGoneError
+from service.archive.refs import record_payload
 from service.auth.server_secret import SERVER_SECRET_FILENAME
 from service.common.timefmt import rfc3339_ms
 from service.engine.core import Engine
 from service.engine.journaled import JournalCommitter
 from service.replication.sync import ConfirmationWaiters
-from service.replication.wire import BATCH_BYTES, MAX_RECORD_BYTES, MAX_WAIT_SECONDS
+from service.replication.wire import (
+    BATCH_BYTES,
+    INLINE_BATCH_BYTES,
+    INLINE_MAX_BYTES,
+    MAX_RECORD_BYTES,
+    MAX_WAIT_SECONDS,
+)
+from service.storage.direct import parse_direct_id
 
 __all__ = ["Frames", "RecordsGoneError", "ReplicationFeed", "StandbySlot"]
 
@@ -80,6 +88,8 @@ class Frames:
     last: int
     primary_sequence: int
     data: bytes
+    inline: list[tuple[str, bytes]] = field(default_factory=list)
+    """Small payloads the frames reference (``wire.INLINE_MAX_BYTES``), when asked for."""
 
 
 class ReplicationFeed:
@@ -211,8 +221,12 @@ class ReplicationFeed:
             await journal.sync()
         return last
 
-    async def records(self, slot: StandbySlot, first: int, wait: float) -> Frames:
-        """Frames from ``first`` on, waiting up to ``wait`` seconds for one to commit.
+    async def records(
+        self, slot: StandbySlot, first: int, wait: float, *, inline: bool = False
+    ) -> Frames:
+        """Frames from ``first`` on, waiting up to ``wait`` seconds for one to commit;
+        ``inline``: with the bytes of the small payloads they reference, read in the same
+        executor job (a payload no longer held, or quarantined, is left to a fetch by id).
 
         Raises ``RecordsGoneError`` when ``first`` left the log, ``ValueError`` when the
         standby is ahead of this primary (it followed another history)."""
@@ -234,9 +248,14 @@ class ReplicationFeed:
         async with slot.reading:
             if slot.tail is None:
                 slot.tail = LogTail(self._engine.fs, self._journal_dir, MAX_RECORD_BYTES)
-            frames = await self._engine.run_blocking(slot.tail.read, first, last, BATCH_BYTES)
+            tail = slot.tail
+            frames, payloads = await self._engine.run_blocking(
+                _read_batch, self._engine, tail, first, last, inline
+            )
         data = b"".join(frame.frame for frame in frames)
-        return Frames(first, frames[-1].sequence, last, data)
+        quarantined = self._engine.quarantined
+        kept = [entry for entry in payloads if entry[0] not in quarantined]
+        return Frames(first, frames[-1].sequence, last, data, kept)
 
     async def newest_snapshot(self) -> tuple[int, ReadableFile | None]:
         """The newest snapshot's sequence and its file, open (so the journal may remove it
@@ -258,3 +277,32 @@ class ReplicationFeed:
 
     def secret_path(self) -> str:
         return os.path.join(self._engine.config.data_dir, SERVER_SECRET_FILENAME)
+
+
+def _read_batch(
+    engine: Engine, tail: LogTail, first: int, last: int, inline: bool
+) -> tuple[list[RawRecord], list[tuple[str, bytes]]]:
+    """A batch of frames and, ``inline``, the small payloads they reference (executor)."""
+    frames = tail.read(first, last, BATCH_BYTES)
+    payloads: list[tuple[str, bytes]] = []
+    if not inline:
+        return frames, payloads
+    budget = INLINE_BATCH_BYTES
+    for frame in frames:
+        ref = record_payload(frame.event())
+        if ref is None or ref.size > INLINE_MAX_BYTES or ref.size > budget:
+            continue
+        if parse_direct_id(ref.payload_id) is not None:
+            continue  # a part written in place: fetched by id (its region of the upload)
+        try:
+            source = engine.store.open_payload(ref.payload_id)
+        except FileNotFoundError:
+            continue  # released by a later record: the standby's fetch by id says so
+        try:
+            data = source.read(ref.size + 1)
+        finally:
+            source.close()
+        if len(data) == ref.size:
+            payloads.append((ref.payload_id, data))
+            budget -= ref.size
+    return frames, payloads

@@ -35,14 +35,16 @@ from typing import Any
 import httpx
 
 from journal.errors import JournalError
-from journal.tail import FramesDamagedError, split_frames
-from service.archive.refs import record_payload
+from journal.tail import FramesDamagedError, RawRecord, split_frames
+from service.archive.refs import PayloadRef, record_payload
 from service.engine.core import Engine
 from service.replication.bootstrap import PrimaryLink
 from service.replication.committer import StandbyCommitter
 from service.replication.payloads import PayloadFetcher, ReplicationError
 from service.replication.source import HttpSource
 from service.replication.wire import (
+    CONFIRM_PATH,
+    HEADER_FRAMES_BYTES,
     HEADER_LAST,
     HEADER_PRIMARY_SEQUENCE,
     HEADER_SERVER_ID,
@@ -50,6 +52,7 @@ from service.replication.wire import (
     MAX_RECORD_BYTES,
     RECORDS_PATH,
     server_identity,
+    unpack_inline,
 )
 
 log = logging.getLogger("service.replication")
@@ -62,6 +65,20 @@ RETRY_SECONDS = (1.0, 2.0, 5.0, 10.0)
 class RecordsGone(Exception):
     """The primary cannot continue this standby's journal (it no longer holds the next
     record, or it is another server): bootstrap again."""
+
+
+class _Batch(list[RawRecord]):
+    """A records answer's records, with the payloads they reference and the inline bytes."""
+
+    def __init__(
+        self, records: list[RawRecord], refs: list[PayloadRef], inline: dict[str, bytes]
+    ) -> None:
+        super().__init__(records)
+        self.refs = refs
+        self.inline = inline
+
+
+_Received = _Batch | BaseException
 
 
 class Follower:
@@ -90,6 +107,8 @@ class Follower:
         self.last_error: str | None = None
         self.needs_bootstrap = False
         self.pending_bytes = 0
+        self.durable_sequence = committer.last_sequence()
+        """The newest record durable here (what the requests confirm to the primary)."""
         self.applied_records = 0
         self.fetched_payloads = 0
         self.fetched_bytes = 0
@@ -142,9 +161,7 @@ class Follower:
         failures = 0
         while True:
             try:
-                await self.step()
-                self.last_error = None
-                failures = 0
+                await self._follow()
             except RecordsGone as exc:
                 self.needs_bootstrap = True
                 self.last_error = str(exc)
@@ -156,14 +173,51 @@ class Follower:
                 pause = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]
                 failures += 1
                 await asyncio.sleep(pause)
+            else:
+                failures = 0
 
-    async def step(self) -> None:
-        """One records request, its payloads, and the append of its records."""
-        assert self._client is not None and self._fetch_client is not None
-        first = self.applied_sequence + 1
+    async def _follow(self) -> None:
+        """Receive batches one ahead of the one being applied (a pipeline of two), apply
+        each, and confirm it the moment it is durable; returns never, raises what stops
+        it (the retry starts again from the journal's last record)."""
+        ready: asyncio.Queue[_Received] = asyncio.Queue(maxsize=1)
+        receiver = asyncio.get_running_loop().create_task(self._receive(ready))
+        try:
+            while True:
+                got = await ready.get()
+                if isinstance(got, BaseException):
+                    raise got
+                await self._apply(got)
+                self.last_error = None
+        finally:
+            receiver.cancel()
+            await asyncio.gather(receiver, return_exceptions=True)
+
+    async def _receive(self, ready: asyncio.Queue[_Received]) -> None:
+        try:
+            first = self.applied_sequence + 1
+            while True:
+                batch = await self.receive(first)
+                if batch is not None:
+                    await ready.put(batch)
+                    first = batch[-1].sequence + 1
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # handed to the applier, which raises it
+            await ready.put(exc)
+
+    async def receive(self, first: int) -> _Batch | None:
+        """One records request from ``first`` on (a long poll): its records and inline
+        payloads, or None when none came."""
+        assert self._client is not None
         answer = await self._client.get(
             RECORDS_PATH,
-            params={"from": first, "wait": int(POLL_WAIT_SECONDS)},
+            params={
+                "from": first,
+                "wait": int(POLL_WAIT_SECONDS),
+                "inline": 1,
+                "confirmed": self.durable_sequence,
+            },
             headers={HEADER_STANDBY_LAG_BYTES: str(self.pending_bytes)},
         )
         if answer.status_code == 410:
@@ -182,18 +236,52 @@ class Follower:
         self.heard_at = time.monotonic()
         self.primary_sequence = int(answer.headers[HEADER_PRIMARY_SEQUENCE])
         last = int(answer.headers[HEADER_LAST])
-        if last >= first:
-            shipped = split_frames(answer.content, first, MAX_RECORD_BYTES)
-            refs = [ref for each in shipped if (ref := record_payload(each.event())) is not None]
-            self.pending_bytes = len(answer.content) + sum(ref.size for ref in refs)
-            fetcher = PayloadFetcher(self._engine, HttpSource(self._fetch_client))
-            fetched = await self._committer.apply_batch(shipped, refs, fetcher)
-            self.fetched_payloads += fetched.payloads
-            self.fetched_bytes += fetched.bytes
-            self.applied_records += len(shipped)
-            self.pending_bytes = 0
+        if last < first:
+            if self.applied_sequence >= self.primary_sequence:
+                self.caught_up_at = self._clock()
+            return None
+        frames, inline = _split_answer(answer)
+        shipped = split_frames(frames, first, MAX_RECORD_BYTES)
+        refs = [ref for each in shipped if (ref := record_payload(each.event())) is not None]
+        self.pending_bytes = len(frames) + sum(ref.size for ref in refs)
+        return _Batch(shipped, refs, inline)
+
+    async def _apply(self, batch: _Batch) -> None:
+        """A batch's payloads stored and durable, then its records appended and durable,
+        then confirmed to the primary at once (a sync primary acknowledges its writes on
+        that confirmation, not at this standby's next long poll)."""
+        assert self._fetch_client is not None
+        fetcher = PayloadFetcher(self._engine, HttpSource(self._fetch_client))
+        fetched = await self._committer.apply_batch(batch, batch.refs, batch.inline, fetcher)
+        self.fetched_payloads += fetched.payloads
+        self.fetched_bytes += fetched.bytes
+        self.durable_sequence = batch[-1].sequence
+        self.applied_records += len(batch)
+        self.pending_bytes = 0
         if self.applied_sequence >= self.primary_sequence:
             self.caught_up_at = self._clock()
+        await self._confirm()
+
+    async def _confirm(self) -> None:
+        assert self._client is not None
+        answer = await self._client.get(CONFIRM_PATH, params={"sequence": self.durable_sequence})
+        if answer.status_code != 204:
+            raise ReplicationError(f"the primary answered {answer.status_code}: {_message(answer)}")
+
+
+def _split_answer(answer: httpx.Response) -> tuple[bytes, dict[str, bytes]]:
+    """A records answer's frames and its inline payloads (``wire.HEADER_FRAMES_BYTES``)."""
+    body = answer.content
+    raw = answer.headers.get(HEADER_FRAMES_BYTES)
+    if raw is None:
+        return body, {}
+    if not raw.isdigit() or int(raw) > len(body):
+        raise ReplicationError(f"{HEADER_FRAMES_BYTES} {raw[:20]!r} does not fit the answer")
+    end = int(raw)
+    try:
+        return body[:end], unpack_inline(body[end:])
+    except ValueError as exc:
+        raise ReplicationError(f"the inline payloads are malformed: {exc}") from None
 
 
 def _message(answer: httpx.Response) -> str:

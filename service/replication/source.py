@@ -13,19 +13,25 @@ Thread-safety: an ``HttpSource`` takes concurrent calls (its ``httpx.Client`` do
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import Protocol
 
 import httpx
 
+from service.archive.refs import PayloadRef
 from service.replication.payloads import PayloadSource, ReplicationError
 from service.replication.wire import (
     HEADER_SNAPSHOT_SEQUENCE,
+    NOT_HELD,
     PAYLOADS_PATH,
     SECRET_PATH,
     SNAPSHOT_PATH,
+    iter_entries,
 )
+
+READ_BYTES = 1 << 20
+"""A streamed payload is written this much at a time."""
 
 
 class PrimarySource(PayloadSource, Protocol):
@@ -58,14 +64,49 @@ class HttpSource:
             sequence = int(answer.headers.get(HEADER_SNAPSHOT_SEQUENCE, "0"))
             yield sequence, (answer.iter_bytes() if sequence else ())
 
-    @contextlib.contextmanager
-    def payload(self, payload_id: str) -> Iterator[Iterable[bytes] | None]:
-        with self._client.stream("GET", f"{PAYLOADS_PATH}/{payload_id}") as answer:
-            if answer.status_code == 404:
-                yield None
-                return
-            _check(answer, f"payload {payload_id}")
-            yield answer.iter_bytes()
+    def payloads(self, group: list[PayloadRef]) -> Iterator[tuple[str, int, Iterable[bytes]]]:
+        """One bulk payloads request (``wire.iter_entries``), streamed."""
+        params = {"id": [ref.payload_id for ref in group]}
+        with self._client.stream("GET", PAYLOADS_PATH, params=params) as answer:
+            if answer.status_code != 200:
+                answer.read()
+                raise ReplicationError(f"payloads: the primary answered {answer.status_code}")
+            reader = _StreamReader(answer.iter_bytes(READ_BYTES))
+            try:
+                for name, size, read in iter_entries(reader.read_exactly):
+                    yield name, size, (_windows(read, size) if size != NOT_HELD else ())
+            except ValueError as exc:
+                raise ReplicationError(f"the payloads answer is malformed: {exc}") from None
+
+
+def _windows(read: Callable[[int], bytes], size: int) -> Iterator[bytes]:
+    """``size`` bytes of a stream, a window at a time; ``ReplicationError`` if it ends first."""
+    left = size
+    while left > 0:
+        chunk = read(min(READ_BYTES, left))
+        if len(chunk) != min(READ_BYTES, left):
+            raise ReplicationError("the payloads answer ended early")
+        left -= len(chunk)
+        yield chunk
+
+
+class _StreamReader:
+    """Exact reads over an answer's chunks."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buffer = bytearray()
+
+    def read_exactly(self, count: int) -> bytes:
+        """``count`` bytes, fewer only at the end of the stream."""
+        while len(self._buffer) < count:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                break
+            self._buffer += chunk
+        out = bytes(self._buffer[:count])
+        del self._buffer[:count]
+        return out
 
 
 def _check(answer: httpx.Response, what: str) -> None:

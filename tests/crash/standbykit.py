@@ -7,7 +7,8 @@ the standby what the primary's feed would serve (its signing secret, newest snap
 payload files, read from the primary's simulated disk) and ``StandbyMachine.follow`` hands
 it the primary's journal frames, a few records per batch, as the follower does with each
 records answer (``StandbyCommitter.apply_batch``: payloads copied, verified and durable, then
-the records appended and applied, then synced). The standby runs the real
+the records appended and applied, then synced; the small payloads inline, as the feed
+sends them, a part written in place by the bulk route). The standby runs the real
 ``StandbyCommitter``, bootstrap and ``PayloadFetcher``; only the transport differs
 (``service.replication.source``). The primary keeps, for the standby, the payloads that
 records after its position released (a reader hold, as the feed's slot does).
@@ -40,7 +41,7 @@ from fsseam.simfs import ManualClock, SimFileSystem
 from journal.model import Durability
 from journal.snapshot import list_snapshots
 from journal.tail import LogTail, split_frames
-from service.archive.refs import record_payload
+from service.archive.refs import PayloadRef, record_payload
 from service.auth import load_or_create_server_secret
 from service.auth.server_secret import SERVER_SECRET_FILENAME
 from service.engine.core import Engine, OwnState
@@ -49,7 +50,7 @@ from service.meta import encode_snapshot
 from service.replication.bootstrap import PrimaryLink, bootstrap_from
 from service.replication.committer import StandbyCommitter
 from service.replication.payloads import PayloadFetcher
-from service.replication.wire import BATCH_BYTES, MAX_RECORD_BYTES
+from service.replication.wire import BATCH_BYTES, INLINE_MAX_BYTES, MAX_RECORD_BYTES, NOT_HELD
 from service.storage.direct import parse_direct_id, read_region
 from tests.crash.checkkit import Verdict, check_files_after_gc
 from tests.crash.enginekit import ProbeEngine, SimMachine, crash_config
@@ -87,19 +88,36 @@ class SimPrimarySource:
         half = len(data) // 2
         yield sequence, (data[:half], data[half:])
 
-    @contextlib.contextmanager
-    def payload(self, payload_id: str) -> Iterator[Iterable[bytes] | None]:
+    def payloads(self, group: list[PayloadRef]) -> Iterator[tuple[str, int, Iterable[bytes]]]:
+        """A bulk payloads answer (a payload the primary no longer holds: ``NOT_HELD``)."""
+        for ref in group:
+            data = self._read(ref)
+            if data is None:
+                yield ref.payload_id, NOT_HELD, ()
+            else:
+                half = len(data) // 2
+                yield ref.payload_id, len(data), (data[:half], data[half:])
+
+    def inline(self, refs: list[PayloadRef]) -> dict[str, bytes]:
+        """The small payloads a records answer carries (as the feed picks them)."""
+        found = {}
+        for ref in refs:
+            if ref.size <= INLINE_MAX_BYTES and parse_direct_id(ref.payload_id) is None:
+                data = self._read(ref)
+                if data is not None:
+                    found[ref.payload_id] = data
+        return found
+
+    def _read(self, ref: PayloadRef) -> bytes | None:
         store, fs = self._primary.running.store, self._primary.fs
-        located = parse_direct_id(payload_id)
+        located = parse_direct_id(ref.payload_id)
         if located is not None:
             upload_id, offset, size = located
             path = store.direct_file(upload_id)
-            chunks = [bytes(window) for window in read_region(fs, path, offset, size)]
-            yield chunks
-            return
-        path = store.layout.payload_path(payload_id)
-        data = read_file(fs, path) if payload_id not in self._primary.running.quarantined else None
-        yield None if data is None else [data[: len(data) // 2], data[len(data) // 2 :]]
+            return b"".join(bytes(window) for window in read_region(fs, path, offset, size))
+        if ref.payload_id in self._primary.running.quarantined:
+            return None
+        return read_file(fs, store.layout.payload_path(ref.payload_id))
 
     def records(self, first: int) -> list[Any]:
         """The primary's durable records from ``first`` on (at most ``BATCH_RECORDS``), as
@@ -181,7 +199,8 @@ class StandbyMachine(SimMachine):
                 return
             refs = [ref for each in shipped if (ref := record_payload(each.event())) is not None]
             fetcher = PayloadFetcher(self.running, self.source, connections=1)
-            await self.standby.apply_batch(shipped, refs, fetcher)
+            inline = self.source.inline(refs)
+            await self.standby.apply_batch(shipped, refs, inline, fetcher)
             self.confirmed.sequence = self.standby.last_sequence()
 
     def successor(self, fs: SimFileSystem) -> StandbyMachine:

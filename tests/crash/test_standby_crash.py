@@ -3,9 +3,10 @@ payload's fsync, the journal append and the index apply, during its bootstrap an
 follows a primary under writes; started again, it resumes and reads exactly like its primary.
 
 The standby's order is its promise: a record is appended (and applied) only after every
-payload it references is durable and verified on the standby, so a kill anywhere leaves
-either a record with its bytes or no record (payloads without a record are orphans its GC
-removes). ``standby.*`` points are only passed on a standby (``tests.crash.points``); the
+payload it references is durable and verified on the standby (a batch's payloads are
+written unsynced, ``standby.payloads_written``, then synced together,
+``standby.payloads_stored``), so a kill anywhere leaves either a record with its bytes or no
+record (payloads without a record are orphans its GC removes). ``standby.*`` points are only passed on a standby (``tests.crash.points``); the
 others are the journal's, the payload store's and the engine's, passed here by a standby.
 """
 
@@ -24,10 +25,12 @@ BOOTSTRAP = [
     ("standby.snapshot_fetched", 1),
     ("put.after_data_fsync", 2),
     ("put.after_rename", 3),
+    ("standby.payloads_written", 1),
     ("standby.payloads_stored", 1),
 ]
 FOLLOWING = [
     ("put.after_dir_fsync", 2),
+    ("standby.payloads_written", 2),
     ("standby.payloads_stored", 2),
     ("journal.append.after_write", 2),
     ("journal.append.after_fsync", 3),

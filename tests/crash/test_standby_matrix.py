@@ -20,12 +20,14 @@ from tests.crash.standbymatrix import KINDS, run_kind
 EXPECTED_POINTS = {
     "standby_bootstrap": {
         "standby.snapshot_fetched",
+        "standby.payloads_written",
         "standby.payloads_stored",
         "put.after_rename",
         "engine.after_replay",
     },
     "standby_follow": {
         "put.after_rename",
+        "standby.payloads_written",
         "standby.payloads_stored",
         "journal.append.after_write",
         "engine.after_apply",

@@ -1,5 +1,6 @@
 """A small TCP proxy that tests put between a standby and its primary, and that can cut
-every connection through it at once (a network cut), or refuse new ones for a while."""
+every connection through it at once (a network cut), or alter what the primary sends (a
+byte sequence replaced by another of the same length: bytes damaged on the wire)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ class CuttingProxy:
         self.target_port = target_port
         self.port = free_port()
         self.cuts = 0
+        self.replace: tuple[bytes, bytes] | None = None
+        """While set, each occurrence of the first in a read from the primary becomes the
+        second (an occurrence split between two reads passes unchanged)."""
+        self._upstreams: set[socket.socket] = set()
         self._listener = socket.create_server(("127.0.0.1", self.port))
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
@@ -55,12 +60,16 @@ class CuttingProxy:
                 continue
             with self._lock:
                 self._open.update((client, upstream))
+                self._upstreams.add(upstream)
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
 
     def _pump(self, source: socket.socket, sink: socket.socket) -> None:
         try:
             while data := source.recv(65536):
+                replace = self.replace
+                if replace is not None and source in self._upstreams:
+                    data = data.replace(*replace)
                 sink.sendall(data)
         except OSError:
             pass
@@ -72,6 +81,8 @@ class CuttingProxy:
                 mine = source in self._open  # else a cut (or the other pump) closed them
                 self._open.discard(source)
                 self._open.discard(sink)
+                self._upstreams.discard(source)
+                self._upstreams.discard(sink)
             if mine:
                 source.close()
                 sink.close()
