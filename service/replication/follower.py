@@ -255,6 +255,7 @@ class Follower:
         fetched = await self._committer.apply_batch(batch, batch.refs, batch.inline, fetcher)
         self.fetched_payloads += fetched.payloads
         self.fetched_bytes += fetched.bytes
+        self.last_error = None  # a batch applied: whatever failed before has passed
         self.durable_sequence = batch[-1].sequence
         self.applied_records += len(batch)
         self.pending_bytes = 0
