@@ -28,8 +28,8 @@ Figures:
   log lines) is in the notes;
 - restore: ``python -m service restore`` of the source's archive into a new data dir (the
   whole process, start included) beside ``cp -a`` of the same archive and a ``sync -f``;
-- promotion: only when the server has the route (``/api/v1/replication/promote``); the time
-  from the request to the first PUT the promoted standby accepts.
+- promotion: each bootstrapped standby, once caught up, is promoted; the time from the request
+  to the first PUT it accepts, median over the rounds (target < 2 s).
 
 Thread-safety: a script; the lag probe runs on its own thread during a load.
 """
@@ -57,8 +57,6 @@ from bench.replication_rig import (
     pairs,
     percentile,
     populate,
-    promote,
-    promotion_built,
     restore,
     start,
     tree_bytes,
@@ -151,7 +149,6 @@ def run(profile: Profile = FULL) -> list[Row]:
         runs = interleaved_loads(profile, loads, extra)
         data_bytes = tree_bytes(source_dir)
         archive_bytes = tree_bytes(archive)
-        promotion = promote(servers["async standby"]) if promotion_built() else None
 
     rows: list[Row] = []
     for name in ("sync", "async"):
@@ -247,17 +244,19 @@ def run(profile: Profile = FULL) -> list[Row]:
             notes="the whole command, its interpreter's start included",
         )
     )
-    if promotion is None:
-        rows.append(missing_row("promotion time", "promotion is not built on this branch yet"))
-    else:
-        rows.append(
-            {
-                **missing_row("promotion time, request to the first PUT accepted", ""),
-                "value": promotion,
-                "unit": "s",
-                "target": "< 2 s",
-                "met": "yes" if promotion < 2 else "NO",
-                "runs": [promotion],
-            }
-        )
+    promotion = statistics.median(boots.promotions)
+    rows.append(
+        {
+            **missing_row(
+                "promotion time, request to the first PUT accepted (each bootstrapped standby)",
+                "POST /api/v1/replication/promote, then PUTs until one is accepted; async, "
+                "the standby idle and caught up",
+            ),
+            "value": promotion,
+            "unit": "s",
+            "target": "< 2 s",
+            "met": "yes" if promotion < 2 else "NO",
+            "runs": boots.promotions,
+        }
+    )
     return rows

@@ -303,7 +303,8 @@ def log_seconds(server: ServerProcess, first: str, last: str) -> float | None:
 
 
 class Bootstraps:
-    """Fresh standbys of ``source``, one per round, each in a new data dir."""
+    """Fresh standbys of ``source``, one per round, each in a new data dir; each is then
+    promoted (``promote``: the promotion time), and stopped."""
 
     def __init__(self, source: ServerProcess, directory: str) -> None:
         self._source, self._directory = source, directory
@@ -311,6 +312,8 @@ class Bootstraps:
         """Seconds from the standby's start to caught up with the source."""
         self.proper: list[float] = []
         """Seconds of the bootstrap itself (its log lines: the snapshot and its payloads)."""
+        self.promotions: list[float] = []
+        """Seconds from each one's promotion request to its first PUT accepted."""
         self.rounds = 0
 
     def once(self) -> float:
@@ -326,6 +329,7 @@ class Bootstraps:
             caught_up(standby, self._source)
             self.walls.append(time.perf_counter() - started)
             proper = log_seconds(standby, "bootstrapping this standby", "bootstrapped at record")
+            self.promotions.append(promote(standby))  # after the bootstrap's figures
         finally:
             standby.stop()
         self.proper.append(proper if proper is not None else float("nan"))
@@ -352,11 +356,6 @@ def archived(source: ServerProcess) -> bool:
 
 
 # -- promotion ------------------------------------------------------------------------------
-
-
-def promotion_built() -> bool:
-    """Whether the server has the promotion route (built after this section was)."""
-    return "/replication/promote" in (Path(REPO) / "service" / "app.py").read_text()
 
 
 def promote(standby: ServerProcess) -> float:

@@ -68,7 +68,7 @@ from service.http.replication_feed_handlers import (
     SecretFeedHandler,
     SnapshotFeedHandler,
 )
-from service.http.replication_handlers import ReplicationHandler
+from service.http.replication_handlers import PromoteHandler, ReplicationHandler
 from service.http.scrub_handlers import ScrubHandler
 from service.http.system import MetricsHandler, SystemInfoHandler, SystemPerformanceHandler
 from service.http.videos import (
@@ -141,6 +141,7 @@ def handler_table() -> list[tuple[str, type[ApiHandler]]]:
         (rf"{API}/buckets/{BUCKET}/notifications", BucketNotificationsHandler),
         (rf"{API}/system/scrub", ScrubHandler),
         (rf"{API}/replication", ReplicationHandler),
+        (rf"{API}/replication/promote", PromoteHandler),
         (rf"{API}/replication/snapshot", SnapshotFeedHandler),
         (rf"{API}/replication/secret", SecretFeedHandler),
         (rf"{API}/replication/records", RecordsFeedHandler),

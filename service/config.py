@@ -127,6 +127,9 @@ class Config:
     follow its journal, serve reads and refuse writes (see docs/replication.md)."""
     follow_credentials: str | None = None
     """A standby's admin access key of its primary, ``bk_ID:sk_SECRET``."""
+    follow_reseed: bool = False
+    """With ``follow``: discard this data dir's state and copy the primary afresh (a former
+    primary that diverged); set it for one start (see docs/replication.md)."""
     replication: str = "async"
     """Primary: acknowledge writes without waiting for a standby (async) or only once one
     holds them durably (sync)."""
@@ -451,6 +454,8 @@ def load_config(
         if raw is None or raw == "":
             continue
         values[field.name] = parse_value(field, raw, given_as)
+    if values.get("follow_reseed") and not values.get("follow"):
+        raise ConfigError("SERVICE_FOLLOW_RESEED needs SERVICE_FOLLOW (the primary to copy)")
     if values.get("follow") and not values.get("follow_credentials"):
         raise ConfigError(
             "SERVICE_FOLLOW needs SERVICE_FOLLOW_CREDENTIALS (an admin key of the primary: "

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from service.archive.shipper import Archiver
@@ -118,9 +118,25 @@ class AppContext:
         self.follower: Follower | None = None
         """A standby's journal owner: the loop following the primary, and its position
         (``service.replication.follower``)."""
-        self.primary_url: str | None = None
+        self._primary_url: str | None = None
+        self.promoted: Callable[[], bool] | None = None
+        """A standby's worker: whether its writer was promoted meanwhile
+        (``service.replication.promotion.promoted_probe``); ``primary_url`` asks it."""
+        self.promote: Callable[[], Awaitable[None]] | None = None
+        """A standby's journal owner: make this server the primary of the next epoch
+        (``service.roles.standby.StandbyOwner.promote``)."""
+
+    @property
+    def primary_url(self) -> str | None:
         """Set by a standby's roles (every process of one): writes are refused with 503
-        ReadOnlyStandby naming this primary (``ApiHandler.prepare``)."""
+        ReadOnlyStandby naming this primary (``ApiHandler.prepare``); None once promoted."""
+        if self._primary_url is not None and self.promoted is not None and self.promoted():
+            self._primary_url = None
+        return self._primary_url
+
+    @primary_url.setter
+    def primary_url(self, value: str | None) -> None:
+        self._primary_url = value
 
     async def wait_for_requests(self, timeout: float) -> bool:
         """Wait until no request is in flight; False if ``timeout`` seconds pass first."""

@@ -43,6 +43,8 @@ from service.observability import BucketUsage, Metrics, configure_logging
 from service.ops.first_run import bootstrap_credentials
 from service.procs import shared_metrics
 from service.procs.supervisor import WorkerSeat, WriterSeat, supervise
+from service.replication.promotion import resolve_role
+from service.replication.reseed import move_aside
 from service.roles.role import Role
 from service.roles.single import SingleRole
 from service.roles.standby import StandbyRole, StandbyWorkerRole, StandbyWriterRole
@@ -181,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"service: cannot start: {exc}", file=sys.stderr)
         return 1
     try:
+        config = resolve_role(config, fs)  # a promoted data dir stays a primary
+        if config.follow_reseed:
+            moved = move_aside(fs, config.data_dir)
+            print(f"service: reseed: {moved} entries of the data dir moved aside", flush=True)
         if processes > 1:
             return supervise(config, sockets, processes, run_writer, run_worker)
         configure_logging(config.log_level, sys.stderr, flush_interval=LOG_FLUSH_SECONDS)
@@ -197,6 +203,7 @@ def run_writer(config: Config, held: list[socket.socket], seat: WriterSeat) -> N
     listens yet); a writer started again while workers serve listens only when it is ready,
     so the kernel keeps giving new connections to the workers meanwhile."""
     _forked(config, seat.metrics_dir)
+    config = resolve_role(config, RealFileSystem())  # promoted since the supervisor started
     listen = _listener(config, held)
     if not seat.workers_running:
         sockets = listen()
@@ -209,6 +216,7 @@ def run_worker(config: Config, held: list[socket.socket], seat: WorkerSeat) -> N
     """The body of a forked worker: it listens once it is ready to serve (its siblings take
     the connections until then)."""
     _forked(config, seat.metrics_dir)
+    config = resolve_role(config, RealFileSystem())
     role = StandbyWorkerRole(seat) if config.follow else WorkerRole(seat)
     asyncio.run(serve(config, _listener(config, held), RealFileSystem(), role))
 

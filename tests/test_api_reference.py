@@ -57,7 +57,6 @@ def test_every_route_the_reference_names_is_served() -> None:
 
 def test_the_planned_routes_are_not_served_yet() -> None:
     planned = named_routes(sections()[1])
-    assert planned, "the planned section names no route"
     served_now = planned & served_routes()
     assert served_now == set(), (
         f"{sorted(served_now)} are served now: move them out of docs/api.md's "

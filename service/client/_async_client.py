@@ -107,6 +107,11 @@ class AsyncServiceClient(ClientBase):
         """The replication role, position and lag, the standbys and the archive (admins)."""
         return await self._driver.run(admin.replication_status())
 
+    async def replication_promote(self) -> dict[str, Any]:
+        """Make this standby the primary of the next epoch; the status it answers (admins).
+        A primary refuses: ``InvalidState``."""
+        return await self._driver.run(admin.replication_promote())
+
     async def system_performance(self) -> dict[str, Any]:
         """Throughput and latency percentiles of PUT and GET over the recent window."""
         return await self._driver.run(admin.system_performance())

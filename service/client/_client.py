@@ -108,6 +108,11 @@ class ServiceClient(ClientBase):
         """The replication role, position and lag, the standbys and the archive (admins)."""
         return self._driver.run(admin.replication_status())
 
+    def replication_promote(self) -> dict[str, Any]:
+        """Make this standby the primary of the next epoch; the status it answers (admins).
+        A primary refuses: ``InvalidState``."""
+        return self._driver.run(admin.replication_promote())
+
     def system_performance(self) -> dict[str, Any]:
         """Throughput and latency percentiles of PUT and GET over the recent window."""
         return self._driver.run(admin.system_performance())

@@ -26,6 +26,7 @@ __all__ = [
     "list_users",
     "login",
     "metrics",
+    "replication_promote",
     "replication_status",
     "system_info",
     "system_performance",
@@ -45,6 +46,10 @@ def system_info() -> Flow[dict[str, Any]]:
 
 def replication_status() -> Flow[dict[str, Any]]:
     return (yield from _json_object(Call("GET", api("/replication"))))
+
+
+def replication_promote() -> Flow[dict[str, Any]]:
+    return (yield from _json_object(Call("POST", api("/replication/promote"))))
 
 
 def system_performance() -> Flow[dict[str, Any]]:

@@ -16,6 +16,7 @@ from fsseam.fs import FileSystem
 from service.auth import Action
 from service.common.api_errors import ApiError
 from service.http.base import ApiHandler, Home
+from service.replication.epochs import epoch_headers
 from service.replication.feed import RecordsGoneError, ReplicationFeed, StandbySlot
 from service.replication.repair import standby_url
 from service.replication.wire import (
@@ -221,15 +222,21 @@ class RecordsFeedHandler(_FeedHandler):
         inline = self._number("inline", 0) == 1
         # What the standby holds: at most what it no longer asks for.
         confirmed = min(self._number("confirmed", first - 1), first - 1)
+        # This primary's epochs, on errors too: a standby checks them first (epochs).
+        epochs = epoch_headers(self.ctx.engine.state.epoch_history())
         try:
             slot = self.slot(feed, confirmed)
             frames = await feed.records(slot, first, wait, inline=inline)
         except RecordsGoneError as exc:
             raise ApiError(
-                "RecordsGone", f"{exc}: the standby must bootstrap again from a snapshot"
+                "RecordsGone",
+                f"{exc}: the standby must bootstrap again from a snapshot",
+                headers=epochs,
             ) from None
         except ValueError as exc:
-            raise ApiError("InvalidState", str(exc)) from None
+            raise ApiError("InvalidState", str(exc), headers=epochs) from None
+        for name, value in epochs.items():
+            self.set_header(name, value)
         self.set_header("Content-Type", OCTETS)
         self.set_header(HEADER_FIRST, str(frames.first))
         self.set_header(HEADER_LAST, str(frames.last))

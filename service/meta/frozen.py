@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from service.meta.epoch_state import EpochStart
 from service.meta.model import (
     AccessKey,
     Bucket,
@@ -41,6 +42,8 @@ class FrozenState:
     video_shares: dict[str, VideoShare]
     lifecycle: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     notifications: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    epochs: tuple[EpochStart, ...] = ()
+    """The ``EpochStarted`` records applied (``service.meta.epoch_state``)."""
     latest_at: int = field(default=0, compare=False)
     """The newest ``at`` of the events applied, rejected ones included (journaled all the
     same: ``service.meta.lock_state``); bookkeeping, not content, so equal states compare

@@ -55,6 +55,7 @@ LIFECYCLE_CONFIGURED = "LifecycleConfigured"
 NOTIFICATIONS_CONFIGURED = "NotificationsConfigured"
 OBJECT_RETENTION_SET = "ObjectRetentionSet"
 OBJECT_LEGAL_HOLD_SET = "ObjectLegalHoldSet"
+EPOCH_STARTED = "EpochStarted"
 
 EVENT_TYPES = frozenset(
     {
@@ -88,6 +89,7 @@ EVENT_TYPES = frozenset(
         NOTIFICATIONS_CONFIGURED,
         OBJECT_RETENTION_SET,
         OBJECT_LEGAL_HOLD_SET,
+        EPOCH_STARTED,
     }
 )
 
@@ -118,6 +120,19 @@ def _only(changes: Mapping[str, Any], allowed: frozenset[str]) -> dict[str, Any]
 def server_initialized(*, server_id: str, at: int) -> Event:
     """The first event of a fresh data dir: names the server."""
     return {"type": SERVER_INITIALIZED, "server_id": server_id, "at": at}
+
+
+def epoch_started(*, epoch: int, sequence: int, server_id: str, at: int) -> Event:
+    """A primary's epoch begins at record ``sequence`` (this record's own), on the data dir
+    ``server_id``: epoch 1 at a primary's first start, the next at each promotion
+    (``service.meta.epoch_state``)."""
+    return {
+        "type": EPOCH_STARTED,
+        "epoch": epoch,
+        "sequence": sequence,
+        "server_id": server_id,
+        "at": at,
+    }
 
 
 def bucket_created(

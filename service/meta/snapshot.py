@@ -35,10 +35,12 @@ Format (a msgpack map; ``format`` says how to read the rest):
     lifecycle    {bucket: [rule document]}        (service.meta.lifecycle_state)
     notifications {bucket: [webhook document]}    (service.meta.notification_state)
     latest_at    int: the newest ``at`` of any applied event (ms; the object lock's clock rule)
+    epochs       [[epoch, sequence, server_id, at]]   (service.meta.epoch_state)
 
 ``video_jobs`` and ``video_shares`` came later within format 1: a snapshot without them
 (written before videos existed) reads as having none; so did ``lifecycle`` and
-``notifications``, and ``latest_at`` (0 when absent). A bucket row of seven columns (written
+``notifications``, and ``latest_at`` (0 when absent), and ``epochs`` (none when absent:
+the history reads as epoch 1 from record 1). A bucket row of seven columns (written
 before bucket identities) gets the identity derived from its name and ``created_at``
 (``service.meta.identity``), as the replay of its creation record would. The object lock
 fields in parentheses are written only for a bucket with object lock and a version with a
@@ -60,6 +62,7 @@ from typing import Any, Protocol
 
 import msgpack
 
+from service.meta.epoch_state import EpochStart
 from service.meta.frozen import FrozenState
 from service.meta.identity import legacy_bucket_id
 from service.meta.model import (
@@ -200,7 +203,7 @@ def iter_snapshot(
         pending.clear()
         return chunk
 
-    packer.pack_map_header(14)
+    packer.pack_map_header(15)
     packer.pack("format")
     packer.pack(FORMAT)
     packer.pack("server_id")
@@ -255,6 +258,8 @@ def iter_snapshot(
     packer.pack(dict(sorted(image.notifications.items())))
     packer.pack("latest_at")
     packer.pack(image.latest_at)
+    packer.pack("epochs")
+    packer.pack([list(entry) for entry in image.epochs])
     pending.extend(packer.bytes())
     yield bytes(pending)
 
@@ -371,4 +376,5 @@ def _image(doc: dict[str, Any]) -> FrozenState:
         lifecycle=dict(doc.get("lifecycle", {})),
         notifications=dict(doc.get("notifications", {})),
         latest_at=int(doc.get("latest_at", 0)),
+        epochs=tuple(EpochStart(*row) for row in doc.get("epochs", [])),
     )

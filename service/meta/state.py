@@ -39,6 +39,7 @@ from typing import Any
 
 from service.meta import fields, records
 from service.meta.accounts import Accounts
+from service.meta.epoch_state import Epochs, EpochStart
 from service.meta.fields import MalformedEventError
 from service.meta.frozen import FrozenState, Versions
 from service.meta.identity import legacy_bucket_id
@@ -86,6 +87,7 @@ class MetaState(ResourceReads):
         self._anomalies: dict[str, int] = {}
         self._lifecycle = Lifecycle(self.bucket_id_of)
         self._notifications = Notifications(self.bucket_id_of)
+        self._epochs = Epochs()
         self.locks = ObjectLocks(self._buckets, self._objects)  # read through it, never change it
         self._handlers: dict[str, Handler] = {
             records.SERVER_INITIALIZED: self._server_initialized,
@@ -100,6 +102,7 @@ class MetaState(ResourceReads):
             **self._lifecycle.handlers(),
             **self._notifications.handlers(),
             **self.locks.handlers(),
+            **self._epochs.handlers(),
         }
 
     # -- images -------------------------------------------------------------------------
@@ -127,6 +130,7 @@ class MetaState(ResourceReads):
             video_shares=shares,
             lifecycle=self._lifecycle.images(),
             notifications=self._notifications.images(),
+            epochs=self._epochs.images(),
             latest_at=self.locks.latest_at,
         )
 
@@ -151,6 +155,7 @@ class MetaState(ResourceReads):
         state._media.load(image.video_jobs, image.video_shares)
         state._lifecycle.load(image.lifecycle)
         state._notifications.load(image.notifications)
+        state._epochs.load(image.epochs)
         state.locks.observe_time(image.latest_at)
         if counted:
             for name, bucket in image.buckets.items():
@@ -442,6 +447,13 @@ class MetaState(ResourceReads):
     @property
     def server_id(self) -> str | None:
         return self._server_id
+
+    def epoch_history(self) -> tuple[EpochStart, ...]:
+        """Which epoch began at which sequence, oldest first (``service.meta.epoch_state``)."""
+        return self._epochs.history()
+
+    def epochs_recorded(self) -> bool:
+        return self._epochs.recorded()
 
     def anomalies(self) -> dict[str, int]:
         """Events that could not be applied, by ``unknown:<type>`` / ``malformed:<type>``."""

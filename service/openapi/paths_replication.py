@@ -72,6 +72,15 @@ def replication_paths() -> dict[str, Any]:
                 errors=(400, 401, 403),
             ),
         },
+        f"{API}/replication/promote": {
+            "post": operation(
+                "promoteStandby",
+                "Make this standby the primary of the next epoch (admin; docs/replication.md)",
+                tag="diagnostics",
+                responses={200: ok("The replication status, now a primary's.", "Replication")},
+                errors=(400, 401, 403, 409),
+            ),
+        },
         **feed_paths(),
     }
 

@@ -11,8 +11,12 @@
   resumable after a crash without copying again what it holds.
 - ``committer``: the standby's committer, which refuses every mutation but the shipped
   records; ``follower``: the loop that fetches and applies them, and the lag it reports.
+- ``epochs``: the data dir's identity, a primary's epoch record, and the comparison of
+  histories that refuses an older epoch or a diverged former primary; ``promotion``: a
+  standby becoming the primary of the next epoch, and staying one; ``reseed``: a standby's
+  old state moved aside until a fresh copy is durable.
 
 May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``, ``service.common``,
-``service.config``, ``service.auth``, ``service.storage``,
+``service.config``, ``service.meta``, ``service.auth``, ``service.storage``,
 ``service.index``, ``service.engine``, ``service.archive``.
 """

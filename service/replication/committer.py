@@ -7,7 +7,9 @@ snapshot and payloads (``service.replication.bootstrap``), so the journal opens 
 snapshot with the primary's sequence numbers. And it refuses every mutation
 (``ReadOnlyStandby``); the only records it appends are the primary's, through
 ``apply_shipped``, which checks that each lands at the sequence it had on the primary (the
-two journals are the same history, record for record).
+two journals are the same history, record for record). Once promoted
+(``service.replication.promotion``) it is a primary's committer: ``promoted`` lifts the
+refusal.
 
 Thread-safety: event-loop thread; the bootstrap runs on the engine's executor.
 """
@@ -29,6 +31,7 @@ from service.engine.journaled import JournalCommitter
 from service.index.protocol import IndexFactory
 from service.replication.bootstrap import PrimaryLink, bootstrap_if_needed
 from service.replication.payloads import Fetched, PayloadFetcher, ReplicationError
+from service.replication.reseed import discard_previous
 
 log = logging.getLogger("service.replication")
 
@@ -50,6 +53,8 @@ class StandbyCommitter(JournalCommitter):
         self.primary = primary
         self.bootstrapped_payloads = 0
         """Payloads the bootstrap of this start copied (0 when it had nothing to do)."""
+        self.promoted = False
+        """Set by the promotion once its epoch record is committed: writes are accepted."""
 
     async def start(self, engine: Engine) -> None:
         """Bootstrap a fresh data dir from the primary, then open the journal as any owner."""
@@ -65,6 +70,8 @@ class StandbyCommitter(JournalCommitter):
                 pause = min(pause * 2, 30.0)
                 continue
             break
+        # The copy is durable: what a reseed moved aside goes (``service.replication.reseed``).
+        await engine.run_blocking(discard_previous, engine.fs, engine.config.data_dir)
         self.bootstrapped_payloads = copied
         await super().start(engine)
 
@@ -74,7 +81,9 @@ class StandbyCommitter(JournalCommitter):
         return bootstrap_if_needed(engine, self.primary)
 
     def ensure_writable(self) -> None:
-        raise StandbyRefusal()
+        if not self.promoted:
+            raise StandbyRefusal()
+        super().ensure_writable()
 
     async def apply_batch(
         self,

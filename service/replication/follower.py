@@ -11,7 +11,8 @@ A cut connection, a primary that restarts, or any unusable answer is retried aft
 (1 s, growing to 10 s); the position is the journal's own, so a restart of the standby
 resumes exactly where it stopped. A primary that no longer holds the next record (410
 RecordsGone: the standby was away longer than the primary kept records for it), is behind
-this standby (409) or is another server (``X-Server-Id``) stops the loop: the standby
+this standby (409), is another server (``X-Server-Id``), is of an older epoch or has a
+history this standby diverged from (``service.replication.epochs``) stops the loop: the standby
 keeps serving what it has and says, in ``last_error`` and ``/health``, that it must
 bootstrap again (stop it, empty its data dir, start it).
 
@@ -40,6 +41,7 @@ from service.archive.refs import PayloadRef, record_payload
 from service.engine.core import Engine
 from service.replication.bootstrap import PrimaryLink
 from service.replication.committer import StandbyCommitter
+from service.replication.epochs import answer_refusal
 from service.replication.payloads import PayloadFetcher, ReplicationError
 from service.replication.source import HttpSource
 from service.replication.wire import (
@@ -220,6 +222,10 @@ class Follower:
             },
             headers={HEADER_STANDBY_LAG_BYTES: str(self.pending_bytes)},
         )
+        own = self._engine.state.epoch_history()
+        refused = answer_refusal(own, self.applied_sequence, answer.headers, self.primary.url)
+        if refused is not None:  # an older epoch, or a divergence (``epochs``)
+            raise RecordsGone(refused)
         if answer.status_code == 410:
             raise RecordsGone(_message(answer))
         if answer.status_code == 409:

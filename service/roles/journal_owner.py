@@ -2,7 +2,8 @@
 
 The single process and the writer of several are both journal owners: their engine commits
 to the journal and applies into its own state (``JournalCommitter`` over ``OwnState``), and
-they run all background work: the bootstrap of an empty data dir, the batched flush of
+they run all background work: the epoch record of a primary that begins one
+(``service.replication.epochs``), the bootstrap of an empty data dir, the batched flush of
 access keys' last use, the reapers of expired multipart sessions and video shares, the
 video job runner, the lifecycle passes, the webhook deliveries, the scrub, and the journal's
 own care (GC, snapshots, the balanced checkpoint: ``service.engine.journaled``), with their
@@ -16,12 +17,14 @@ Thread-safety: event-loop thread only.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 
 from fsseam.fs import FileSystem
 from service.archive.metrics import ArchiveCollector
 from service.archive.shipper import Archiver
 from service.archive.wiring import make_archiver
+from service.common.api_errors import ServiceError
 from service.common.timefmt import now_ms
 from service.config import Config
 from service.context import AppContext
@@ -33,10 +36,13 @@ from service.meta import records
 from service.multipart.operations import reap_expired_uploads
 from service.observability import Metrics
 from service.ops.first_run import bootstrap_if_empty
+from service.replication.epochs import begin_epoch
 from service.replication.feed import ReplicationFeed
 from service.replication.metrics import FeedCollector
 from service.replication.repair import RepairFromStandbys
 from service.upkeep.metrics import UpkeepCollector
+
+log = logging.getLogger("service")
 
 KEY_USAGE_FLUSH_SECONDS = 60.0
 FORGET_CHECK_SECONDS = 60.0
@@ -75,8 +81,14 @@ class JournalOwner:
 
     async def start(self, ctx: AppContext) -> None:
         """Bootstrap, then start the background work (module docstring)."""
+        await self.begin_epoch(ctx)
+        await bootstrap_if_empty(ctx.engine, ctx.config)
+        await self.start_work(ctx)
+
+    async def start_work(self, ctx: AppContext, *, scrub_job: bool = True) -> None:
+        """The primary's background work (a promoted standby starts it at its promotion,
+        its scrub job already running: ``scrub_job=False``)."""
         engine, config = ctx.engine, ctx.config
-        await bootstrap_if_empty(engine, config)
         if self.archiver is not None:
             self.archiver.start()  # the server secret it ships exists by now (``service.server``)
             ctx.archiver = self.archiver
@@ -102,7 +114,17 @@ class JournalOwner:
         ctx.metrics.add_collector(FleetCollector(ctx.video_jobs))
         await ctx.webhooks.start()
         await ctx.scrub.start()
-        engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
+        if scrub_job:
+            engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
+
+    async def begin_epoch(self, ctx: AppContext) -> None:
+        """A primary's epoch record, before anything else is committed: epoch 1 on a fresh
+        data dir, a new epoch where another server began the current one
+        (``service.replication.epochs``)."""
+        try:
+            await begin_epoch(ctx.engine, self.committer)
+        except ServiceError as exc:
+            log.error("no epoch record could be committed: %s", exc)
 
     async def stop(self, ctx: AppContext) -> None:
         """Stop the video workers (their jobs rerun at the next start), the webhook

@@ -15,13 +15,19 @@ read as they read any writer's (``service.procs.shared_state``), so every proces
 reads from the standby's own disk and index. Every process refuses writes with 503
 ReadOnlyStandby and ``X-Primary-Url`` (``AppContext.primary_url``, read by
 ``ApiHandler.prepare``); a worker forwards the writer's routes (replication status, health,
-scrub) to it as usual.
+scrub, promote) to it as usual.
+
+Promotion (``POST /api/v1/replication/promote``, ``service.replication.promotion``) switches
+the parts in place: the owner stops following, commits the next epoch and starts the
+primary's work (``JournalOwner.start_work``); the workers stop refusing writes once the
+promotion's mark exists (``AppContext.promoted``).
 
 Thread-safety: event-loop thread only.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import tornado.web
@@ -35,8 +41,11 @@ from service.observability import Metrics
 from service.procs.supervisor import WriterSeat
 from service.replication.bootstrap import primary_link
 from service.replication.committer import StandbyCommitter
+from service.replication.epochs import begin_epoch
+from service.replication.feed import ReplicationFeed
 from service.replication.follower import Follower
 from service.replication.metrics import StandbyCollector
+from service.replication.promotion import promoted_probe, write_mark
 from service.replication.repair import RepairFromPrimary
 from service.roles.journal_owner import JournalOwner, observe_journal_batch
 from service.roles.single import SingleRole
@@ -54,6 +63,8 @@ class StandbyOwner(JournalOwner):
     def __init__(self) -> None:
         super().__init__()
         self.follower: Follower | None = None
+        self.promoted = False
+        self._promoting = asyncio.Lock()
 
     def build_engine(
         self, config: Config, fs: FileSystem, metrics: Metrics, *, startup_gc_grace: float
@@ -76,6 +87,7 @@ class StandbyOwner(JournalOwner):
     async def start(self, ctx: AppContext) -> None:
         engine, config = ctx.engine, ctx.config
         ctx.primary_url = config.follow
+        ctx.promote = lambda: self.promote(ctx)
         self.follower = Follower(engine, self.committer, self.committer.primary, ctx.server_secret)
         self.follower.start()
         ctx.follower = self.follower
@@ -84,7 +96,39 @@ class StandbyOwner(JournalOwner):
         await ctx.scrub.start()
         engine.add_background_job(ctx.scrub.tick_seconds, ctx.scrub.maybe_start)
 
+    async def promote(self, ctx: AppContext) -> None:
+        """Become the primary of the next epoch, in place (``service.replication.promotion``:
+        stop following, the mark, the epoch record, then the primary's parts)."""
+        async with self._promoting:
+            if self.promoted:
+                return
+            engine = ctx.engine
+            if self.follower is not None:
+                await self.follower.stop()
+            history = engine.state.epoch_history()
+            log.warning(
+                "promotion: this standby of %s stops following at record %d (epoch %d)",
+                ctx.config.follow,
+                self.committer.last_sequence(),
+                history[-1].epoch,
+            )
+            mark = (engine.fs, ctx.config.data_dir, history[-1].epoch + 1, ctx.config.follow)
+            await engine.run_blocking(write_mark, *mark)
+            epoch = await begin_epoch(engine, self.committer, promotion=True)
+            self.committer.promoted = True
+            self.promoted = True
+            ctx.follower = None
+            ctx.primary_url = None
+            ctx.promote = None
+            await ctx.scrub.stop()
+            self.feed = ReplicationFeed(engine, self.committer)
+            await self.start_work(ctx, scrub_job=False)
+            log.warning("promotion: this server is the primary of epoch %d", epoch)
+
     async def stop(self, ctx: AppContext) -> None:
+        if self.promoted:
+            await super().stop(ctx)
+            return
         if self.follower is not None:
             await self.follower.stop()
         await ctx.scrub.stop()
@@ -120,4 +164,5 @@ class StandbyWorkerRole(WorkerRole):
 
     async def start(self, ctx: AppContext, app: tornado.web.Application) -> list[H1Server]:
         ctx.primary_url = ctx.config.follow
+        ctx.promoted = promoted_probe(ctx.engine.fs, ctx.config.data_dir)
         return await super().start(ctx, app)

@@ -77,6 +77,7 @@ def every_event(f: Factory) -> list[records.Event]:
         f.retention("held", locked["version_token"], "governance", f.now + 60_000),
         f.legal_hold("held", locked["version_token"], True),
         records.user_deleted(user_id="u1", at=8),
+        records.epoch_started(epoch=1, sequence=1, server_id="srv-1", at=9),
     ]
 
 

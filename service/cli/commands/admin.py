@@ -303,7 +303,7 @@ def audit(
 
 @admin_group.group(name="replication")
 def replication_group() -> None:
-    """Replication: status."""
+    """Replication: status, promote."""
 
 
 @replication_group.command(name="status")
@@ -339,6 +339,29 @@ def replication_status(app: App, alias: str) -> None:
     if archive:
         lines.append(f"archive: {archive['target']} at {archive['archived_sequence']}")
     app.output.result(status, "\n".join(lines))
+
+
+@replication_group.command(name="promote")
+@click.argument("alias")
+@pass_app
+def replication_promote(app: App, alias: str) -> None:
+    """Make the standby ALIAS the primary of the next epoch (admins).
+
+    It stops following, begins its epoch and serves writes at once; repoint clients to it
+    (docs/replication.md, "Failover"). A primary refuses (InvalidState).
+
+    \b
+    Examples:
+      svc admin replication promote standby
+    """
+    client = app.client(_alias(app, alias))
+    with about(alias):
+        status = client.replication_promote()
+    app.output.result(
+        status,
+        f"{alias} is the primary of epoch {status['epoch']} "
+        f"(last sequence {status['last_sequence']})",
+    )
 
 
 def commands() -> list[click.Command]:
