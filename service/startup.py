@@ -6,7 +6,8 @@ A start that cannot work must say so in one line and leave nothing behind, so th
    before a single file is written, and before first-run credentials are made);
 2. check the data dir: not a file, creatable, writable (a read-only disk or a path through
    a file fails here);
-3. take the data dir's exclusive lock (``<data_dir>/LOCK``, ``flock`` through the seam):
+3. refuse a data dir a restore has not finished building (``restore-incomplete``);
+4. take the data dir's exclusive lock (``<data_dir>/LOCK``, ``flock`` through the seam):
    a second server on the same data dir would run its startup GC over payloads the first is
    still writing, so it is refused, naming the pid that holds the lock.
 
@@ -38,6 +39,9 @@ from fsseam.fs import FileLock, FileSystem
 from service.config import Config
 
 LOCK_FILENAME = "LOCK"
+RESTORE_INCOMPLETE = "restore-incomplete"
+"""In a data dir a restore is building (``service.archive.restore``): it is not ready, and a
+server refuses to start on it."""
 
 _REASONS = {
     errno.EROFS: "the file system is read-only",
@@ -149,6 +153,11 @@ def claim_data_dir(fs: FileSystem, data_dir: str) -> FileLock:
         if fs.exists(data_dir) and not fs.stat(data_dir).is_dir:
             raise StartupError(f"data dir {data_dir} is a file, not a directory; {fix}")
         make_dirs_durably(fs, data_dir)
+        if fs.exists(os.path.join(data_dir, RESTORE_INCOMPLETE)):
+            raise StartupError(
+                f"data dir {data_dir} holds a restore that did not finish ({RESTORE_INCOMPLETE})"
+                "; delete the directory and run python -m service restore again"
+            )
         lock_path = os.path.join(data_dir, LOCK_FILENAME)
         lock = fs.try_lock(lock_path)
     except OSError as exc:

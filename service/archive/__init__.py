@@ -9,6 +9,7 @@ reference; ``shipper`` ships on the primary; ``restore`` builds a data dir from 
 ``wiring`` hands the shipper what it reads from a journal owner's engine and committer.
 
 May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``, ``service.common``,
-``service.meta``, ``service.auth``, ``service.storage``, ``service.engine``. Never HTTP; only
+``service.meta``, ``service.auth``, ``service.storage``, ``service.startup`` (a restore's
+marker), ``service.engine``. Never HTTP; only
 the wiring knows the engine, the rest is handed what it reads.
 """

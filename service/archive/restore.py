@@ -11,10 +11,27 @@ start derives again (the object index, the event log):
    were released before N);
 4. the signing secret, so presigned URLs and share links made before keep working.
 
-A restore never writes into a data dir that holds anything; it fsyncs every file and
-directory it wrote before it says it is done. ``--to-time T`` restores the state after the
-last record committed at or before T (records carry their commit time, ``at``): the records
-after the newest snapshot written at or before T are read until the first later one.
+A restore never writes into a data dir that holds anything. It writes through the
+``FileSystem`` seam (so the crash matrix cuts it at every file operation:
+``tests/crash/restorekit.py``) in an order that a crash anywhere leaves either nothing
+declared ready or a complete data dir:
+
+- first ``restore-incomplete``, made durable before anything else is written: a data dir
+  holding it is not ready; a server refuses to start on it and a restore refuses to write
+  into it, each saying to delete the directory and run the restore again;
+- then every file, without an fsync each (a payload is checked against its SHA-256 as it is
+  written; one that fails removes itself and fails the restore);
+- then one ``syncfs(2)`` of the data dir's file system (where the kernel has none to trust,
+  an fsync of each file and directory written), and only then the marker's removal, made
+  durable: the commit point.
+
+So a restore of many small payloads costs one flush, not two fsyncs per payload. Crash
+points: ``restore.marked``, ``restore.written`` (nothing synced yet), ``restore.synced``
+(the marker not yet removed).
+
+``--to-time T`` restores the state after the last record committed at or before T (records
+carry their commit time, ``at``): the records after the newest snapshot written at or before
+T are read until the first later one.
 
 Thread-safety: blocking, single-threaded (a command-line tool).
 """
@@ -22,13 +39,14 @@ Thread-safety: blocking, single-threaded (a command-line tool).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from fsseam import crashpoints
 from fsseam.durable import make_dirs_durably
-from fsseam.fs import RealFileSystem
+from fsseam.fs import FileSystem, RealFileSystem
 from journal.segment import segment_name
 from journal.snapshot import snapshot_name as journal_snapshot_name
 from journal.tail import RawRecord, split_frames
@@ -43,8 +61,9 @@ from service.archive.shipper import (
 from service.archive.targets import ArchiveError, ArchiveTarget
 from service.auth.server_secret import SERVER_SECRET_FILENAME
 from service.common.timefmt import rfc3339_ms
+from service.startup import RESTORE_INCOMPLETE
 from service.storage.direct import direct_path, parse_direct_id
-from service.storage.layout import ASSEMBLY_DIR, STAGING_DIR, Layout
+from service.storage.layout import ASSEMBLY_DIR, Layout
 
 JOURNAL_DIR = "journal"
 SECRET_FILE = SERVER_SECRET_FILENAME
@@ -119,24 +138,75 @@ def restore(
     to_sequence: int | None = None,
     to_time_ms: int | None = None,
     progress: Progress = lambda line: None,
+    fs: FileSystem | None = None,
 ) -> RestoreResult:
     """Build ``data_dir`` (absent or empty) from ``target`` (module docstring)."""
-    if os.path.exists(data_dir) and os.listdir(data_dir):
+    fs = fs or RealFileSystem()
+    marker = os.path.join(data_dir, RESTORE_INCOMPLETE)
+    if fs.exists(marker):
+        raise ArchiveError(
+            f"{data_dir} holds a restore that did not finish ({RESTORE_INCOMPLETE}): "
+            "delete the directory and run the restore again"
+        )
+    if fs.exists(data_dir) and fs.listdir(data_dir):
         raise ArchiveError(f"{data_dir} is not empty: restore into a new directory")
     state = read_state(target)
     sequence, snapshot = choose_point(target, state, to_sequence, to_time_ms)
     base = snapshot.sequence if snapshot is not None else 0
     progress(f"restoring record {sequence} from the snapshot at {base}")
-    fs = RealFileSystem()
+    make_dirs_durably(fs, data_dir)
+    # The marker's name alone is the signal (a torn one still says "not ready"), so it is
+    # created in place, not renamed in: no temporary name a crash could leave behind.
+    file = fs.create(marker)
+    try:
+        file.write(MARKER_TEXT)
+        file.fsync()  # the note is readable after a power loss
+    finally:
+        file.close()
+    fs.fsync_dir(data_dir)  # the marker's name is durable before anything else is written
+    crashpoints.hit("restore.marked")
+    writes = _Writes(fs, data_dir)
+    try:
+        count = _build(target, state, writes, sequence, base, snapshot, progress)
+        crashpoints.hit("restore.written")
+        writes.sync()
+    finally:
+        writes.close()
+    crashpoints.hit("restore.synced")
+    fs.unlink(marker)  # the commit point: the data dir is complete and ready
+    fs.fsync_dir(data_dir)  # the marker's removal survives a power loss
+    placer = writes.placer
+    progress(
+        f"restored record {sequence}: {count} records after the snapshot, "
+        f"{placer.placed} payloads ({placer.bytes} bytes)"
+    )
+    return RestoreResult(sequence, base, count, placer.placed, placer.bytes)
+
+
+MARKER_TEXT = (
+    b"A restore is building this data dir and has not finished: it is not ready.\n"
+    b"Delete the directory and run python -m service restore again.\n"
+)
+
+
+def _build(
+    target: ArchiveTarget,
+    state: ArchiveState,
+    writes: _Writes,
+    sequence: int,
+    base: int,
+    snapshot: ArchivedSnapshot | None,
+    progress: Progress,
+) -> int:
+    """Write the journal, payloads and secret (not synced); the records after ``base``."""
+    fs, data_dir = writes.fs, writes.data_dir
     journal_dir = os.path.join(data_dir, JOURNAL_DIR)
-    make_dirs_durably(fs, journal_dir)
-    placer = _PayloadPlacer(target, data_dir, progress)
+    writes.mkdir(journal_dir)
+    placer = writes.placer = _PayloadPlacer(target, writes, progress)
     if snapshot is not None:
         local = os.path.join(journal_dir, journal_snapshot_name(base))
-        target.fetch(snapshot.name, local)
-        for_each_local_snapshot_payload(local, base, placer.want)
-        with open(local, "rb+") as written:
-            os.fsync(written.fileno())  # the snapshot is durable before the restore says so
+        writes.copy(target.stream(snapshot.name), local)
+        for_each_local_snapshot_payload(local, base, placer.want, fs)
     frames: list[bytes] = []
     count = 0
     for records in state.records:
@@ -153,82 +223,128 @@ def restore(
         raise ArchiveError(f"records {base + 1}..{sequence} are not all in the archive")
     placer.flush()
     if frames:
-        _write_synced(os.path.join(journal_dir, segment_name(base + 1)), b"".join(frames))
+        writes.copy([b"".join(frames)], os.path.join(journal_dir, segment_name(base + 1)))
     secret = target.read(layout.SECRET)
-    _write_synced(os.path.join(data_dir, SECRET_FILE), secret, mode=0o600)
-    for directory in (journal_dir, data_dir):
-        fs.fsync_dir(directory)  # every name written above survives a power loss
-    progress(
-        f"restored record {sequence}: {count} records after the snapshot, "
-        f"{placer.placed} payloads ({placer.bytes} bytes)"
-    )
-    return RestoreResult(sequence, base, count, placer.placed, placer.bytes)
+    writes.copy([secret], os.path.join(data_dir, SECRET_FILE), mode=0o600)
+    return count
+
+
+class _Writes:
+    """What a restore wrote, made durable at once by ``sync`` (module docstring)."""
+
+    def __init__(self, fs: FileSystem, data_dir: str) -> None:
+        self.fs = fs
+        self.data_dir = data_dir
+        # Opened before the writes, so its sync reports any of their writeback errors.
+        self._syncfs = fs.open_syncfs(data_dir)
+        self._files: set[str] = set()
+        self._directories: set[str] = {data_dir}
+        self.placer: _PayloadPlacer
+
+    def mkdir(self, path: str) -> None:
+        """``path`` and its missing parents (under the data dir), synced with the rest."""
+        missing = []
+        current = path
+        while not self.fs.exists(current):
+            missing.append(current)
+            current = os.path.dirname(current)
+        for directory in reversed(missing):
+            self.fs.mkdir(directory)
+            self._directories.add(directory)
+            self._directories.add(os.path.dirname(directory))
+
+    def copy(self, chunks: Iterable[bytes], path: str, mode: int = 0o644) -> tuple[str, int]:
+        """Write ``chunks`` as the new file ``path``; its SHA-256 and size."""
+        self.mkdir(os.path.dirname(path))
+        digest = hashlib.sha256()
+        size = 0
+        file = self.fs.create(path, mode=mode)
+        self.wrote(path)
+        try:
+            for chunk in chunks:
+                file.write(chunk)
+                digest.update(chunk)
+                size += len(chunk)
+        finally:
+            file.close()
+        return digest.hexdigest(), size
+
+    def wrote(self, path: str) -> None:
+        self._files.add(path)
+        self._directories.add(os.path.dirname(path))
+
+    def forget(self, path: str) -> None:
+        self._files.discard(path)
+
+    def sync(self) -> None:
+        """Everything written durable, before the marker goes."""
+        if self._syncfs is not None:
+            self._syncfs.sync()  # one flush: every file and name written above
+            return
+        for path in sorted(self._files):
+            self.fs.fsync_file(path)  # no trustworthy syncfs here: each file's bytes...
+        for directory in sorted(self._directories, key=len, reverse=True):
+            self.fs.fsync_dir(directory)  # ...and each name, deepest first
+
+    def close(self) -> None:
+        if self._syncfs is not None:
+            self._syncfs.close()
 
 
 class _PayloadPlacer:
-    """Fetches referenced payloads into the data dir in batches, each verified first."""
+    """Copies referenced payloads into the data dir in batches, each checked as written."""
 
     BATCH = 256
 
-    def __init__(self, target: ArchiveTarget, data_dir: str, progress: Progress) -> None:
+    def __init__(self, target: ArchiveTarget, writes: _Writes, progress: Progress) -> None:
         self._target = target
-        self._layout = Layout(data_dir)
-        self._data_dir = data_dir
+        self._writes = writes
+        self._layout = Layout(writes.data_dir)
         self._progress = progress
         self._pending: dict[str, PayloadRef] = {}
-        self._directories: set[str] = set()
+        self._done: set[str] = set()
         self.placed = 0
         self.quarantined = 0
         self.bytes = 0
 
     def want(self, ref: PayloadRef) -> None:
+        if ref.payload_id in self._done:
+            return
         self._pending[ref.payload_id] = ref
         if len(self._pending) >= self.BATCH:
             self.flush()
 
     def flush(self) -> None:
-        fs = RealFileSystem()
-        staging = os.path.join(self._data_dir, STAGING_DIR)
-        make_dirs_durably(fs, staging)
         for ref in self._pending.values():
-            self._place(ref, staging)
+            self._place(ref)
+            self._done.add(ref.payload_id)
         self._pending.clear()
-        for directory in sorted(self._directories):
-            fs.fsync_dir(directory)  # the placed payloads' names are durable
-        self._directories.clear()
         self._progress(f"payloads placed: {self.placed} ({self.bytes} bytes)")
 
-    def _place(self, ref: PayloadRef, staging: str) -> None:
+    def _place(self, ref: PayloadRef) -> None:
+        try:
+            chunks = self._target.stream(layout.payload_name(ref.payload_id))
+            first = next(chunks, b"")
+        except ArchiveError:
+            if not self._lost(ref):
+                raise
+            self.quarantined += 1
+            return
+        chunks = itertools.chain((first,), chunks)
         located = parse_direct_id(ref.payload_id)
         if located is None:
             final = self._layout.payload_path(ref.payload_id)
-            if os.path.exists(final):
-                return
-        with tempfile.NamedTemporaryFile(dir=staging, delete=False) as handle:
-            temporary = handle.name
-        try:
-            try:
-                self._target.fetch(layout.payload_name(ref.payload_id), temporary)
-            except ArchiveError:
-                if not self._lost(ref):
-                    raise
-                self.quarantined += 1
-                return
-            if _sha256_of(temporary) != (ref.sha256.lower(), ref.size):
+            digest = self._writes.copy(chunks, final)
+            if digest != (ref.sha256.lower(), ref.size):
+                self._writes.fs.unlink(final)
+                self._writes.forget(final)
                 raise ArchiveError(f"payload {ref.payload_id} in the archive fails its SHA-256")
-            if located is None:
-                fs = RealFileSystem()
-                make_dirs_durably(fs, os.path.dirname(final))
-                with open(temporary, "rb+") as written:
-                    os.fsync(written.fileno())  # the bytes are on disk before the name
-                os.rename(temporary, final)  # whole or absent under its final name
-                self._directories.add(os.path.dirname(final))
-            else:
-                upload_id, offset, _ = located
-                self._write_region(upload_id, offset, temporary)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+        else:
+            data = b"".join(chunks)
+            if (hashlib.sha256(data).hexdigest(), len(data)) != (ref.sha256.lower(), ref.size):
+                raise ArchiveError(f"part {ref.payload_id} in the archive fails its SHA-256")
+            upload_id, offset, _ = located
+            self._write_region(upload_id, offset, data)
         self.placed += 1
         self.bytes += ref.size
 
@@ -238,41 +354,17 @@ class _PayloadPlacer:
         names = {entry.name for entry in self._target.list(f"{layout.PAYLOADS}/lost")}
         if layout.lost_name(ref.payload_id) not in names:
             return False
-        quarantine = self._layout.quarantine_dir
-        make_dirs_durably(RealFileSystem(), quarantine)
-        _write_synced(os.path.join(quarantine, ref.payload_id), b"")
-        self._directories.add(quarantine)
+        self._writes.copy([], os.path.join(self._layout.quarantine_dir, ref.payload_id))
         return True
 
-    def _write_region(self, upload_id: str, offset: int, source: str) -> None:
-        assembly = os.path.join(self._data_dir, ASSEMBLY_DIR)
-        make_dirs_durably(RealFileSystem(), assembly)
+    def _write_region(self, upload_id: str, offset: int, data: bytes) -> None:
+        fs = self._writes.fs
+        assembly = os.path.join(self._writes.data_dir, ASSEMBLY_DIR)
+        self._writes.mkdir(assembly)
         path = direct_path(assembly, upload_id)
-        with open(source, "rb") as data:
-            content = data.read()
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        file = fs.open_append(path) if fs.exists(path) else fs.create(path)
+        self._writes.wrote(path)
         try:
-            os.pwrite(descriptor, content, offset)
-            os.fsync(descriptor)  # the part's bytes are durable before the restore says so
+            file.write_at(offset, data)
         finally:
-            os.close(descriptor)
-        self._directories.add(assembly)
-
-
-def _sha256_of(path: str) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as source:
-        while chunk := source.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
-
-
-def _write_synced(path: str, data: bytes, mode: int = 0o644) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        os.write(descriptor, data)
-        os.fsync(descriptor)  # durable before the restore reports success
-    finally:
-        os.close(descriptor)
+            file.close()

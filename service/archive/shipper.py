@@ -476,10 +476,10 @@ class Archiver:
 
 
 def for_each_local_snapshot_payload(
-    path: str, sequence: int, on_ref: Callable[[PayloadRef], None]
+    path: str, sequence: int, on_ref: Callable[[PayloadRef], None], fs: FileSystem | None = None
 ) -> None:
-    """``for_each_snapshot_payload`` of a snapshot file on the real disk, crc checked."""
-    snapshot = load_snapshot(RealFileSystem(), path, sequence, verify=False)
+    """``for_each_snapshot_payload`` of a snapshot file on ``fs`` (the real disk), crc checked."""
+    snapshot = load_snapshot(fs or RealFileSystem(), path, sequence, verify=False)
     if snapshot is None:
         raise ArchiveError(f"snapshot {sequence} in the archive is damaged (bad header)")
     reader = SnapshotReader(snapshot)

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -65,6 +65,11 @@ class ArchiveTarget(Protocol):
 
     def fetch(self, name: str, local_path: str) -> None:
         """Copy a file to ``local_path`` (a real path, created); ``ArchiveError`` if missing."""
+        ...
+
+    def stream(self, name: str) -> Iterator[bytes]:
+        """A file's bytes in chunks (a restore writes them through its own file system);
+        ``ArchiveError`` if missing."""
         ...
 
     def list(self, prefix: str) -> list[Entry]:
@@ -146,6 +151,17 @@ class DirectoryTarget:
             with open(local_path, "wb") as out:
                 while chunk := source.read(COPY_CHUNK):
                     out.write(chunk)
+        finally:
+            source.close()
+
+    def stream(self, name: str) -> Iterator[bytes]:
+        try:
+            source = self.fs.open_read(self._path(name))
+        except FileNotFoundError:
+            raise ArchiveError(f"{name} is missing from the archive {self.root}") from None
+        try:
+            while chunk := source.read(COPY_CHUNK):
+                yield chunk
         finally:
             source.close()
 
@@ -235,6 +251,28 @@ class RcloneTarget:
         if not self._exists(name):
             raise ArchiveError(f"{name} is missing from the archive {self.description}")
         self._run("copyto", self._where(name), local_path)
+
+    def stream(self, name: str) -> Iterator[bytes]:
+        if not self._exists(name):
+            raise ArchiveError(f"{name} is missing from the archive {self.description}")
+        command = [self.binary, "--config", os.environ.get("RCLONE_CONFIG", "/dev/null")]
+        try:
+            process = subprocess.Popen(
+                [*command, "cat", self._where(name)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except OSError as exc:
+            raise ArchiveError(f"rclone cat failed: {exc}") from None
+        with process:
+            assert process.stdout is not None and process.stderr is not None
+            while chunk := process.stdout.read(COPY_CHUNK):
+                yield chunk
+            errors = process.stderr.read()
+            code = process.wait()
+        if code != 0:
+            lines = [line for line in errors.decode(errors="replace").splitlines() if line]
+            raise ArchiveError(f"rclone cat failed: {lines[-1] if lines else code}")
 
     def _exists(self, name: str) -> bool:
         parent, _, base = name.rpartition("/")

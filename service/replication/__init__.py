@@ -5,6 +5,8 @@
   each one is (a ``ReaderHolds`` position, like a Postgres replication slot).
 - ``payloads``: on the standby, a payload fetched, verified by SHA-256 and fsynced before
   any record that references it is appended.
+- ``source``: where the standby's copies come from (its primary over HTTP; the crash
+  matrix hands the same code an in-process primary).
 - ``bootstrap``: a fresh standby's copy of the primary's newest snapshot and its payloads,
   resumable after a crash without copying again what it holds.
 - ``committer``: the standby's committer, which refuses every mutation but the shipped
@@ -16,5 +18,5 @@
 
 May import (docs/architecture.md, "Layers"): ``fsseam``, ``journal``, ``service.common``,
 ``service.config``, ``service.meta``, ``service.auth``, ``service.storage``,
-``service.engine``, ``service.archive``.
+``service.index``, ``service.engine``, ``service.archive``.
 """

@@ -42,15 +42,9 @@ from service.archive.refs import PayloadRef, for_each_snapshot_payload_batch
 from service.auth.server_secret import SERVER_SECRET_FILENAME
 from service.config import Config
 from service.engine.core import Engine
-from service.replication.payloads import PayloadFetcher, ReplicationError
-from service.replication.wire import (
-    HEADER_SNAPSHOT_SEQUENCE,
-    HEADER_STANDBY_ID,
-    HEADER_STANDBY_URL,
-    SECRET_PATH,
-    SNAPSHOT_PATH,
-    parse_credentials,
-)
+from service.replication.payloads import FETCH_CONNECTIONS, PayloadFetcher, ReplicationError
+from service.replication.source import HttpSource, PrimarySource
+from service.replication.wire import HEADER_STANDBY_ID, HEADER_STANDBY_URL, parse_credentials
 
 log = logging.getLogger("service.replication")
 
@@ -121,12 +115,20 @@ def bootstrap_if_needed(engine: Engine, primary: PrimaryLink) -> int:
         return 0
     log.info("bootstrapping this standby from %s", primary.url)
     with primary.sync_client() as client:
-        _copy_secret(engine, client)
-        sequence, partial = _fetch_snapshot(engine, client)
-        if sequence == 0:
-            log.info("the primary has no record yet: following from the first")
-            return 0
-        copied = _fetch_payloads(engine, client, partial, sequence)
+        return bootstrap_from(engine, HttpSource(client))
+
+
+def bootstrap_from(
+    engine: Engine, source: PrimarySource, connections: int = FETCH_CONNECTIONS
+) -> int:
+    """The copy itself, from any ``PrimarySource`` (the crash matrix hands it an in-process
+    primary); the payloads copied."""
+    _copy_secret(engine, source)
+    sequence, partial = _fetch_snapshot(engine, source)
+    if sequence == 0:
+        log.info("the primary has no record yet: following from the first")
+        return 0
+    copied = _fetch_payloads(engine, PayloadFetcher(engine, source, connections), partial, sequence)
     fs, journal_dir = engine.fs, engine.config.journal_dir
     make_dirs_durably(fs, journal_dir)
     # The commit point of the bootstrap: the journal now opens at this snapshot.
@@ -136,29 +138,26 @@ def bootstrap_if_needed(engine: Engine, primary: PrimaryLink) -> int:
     return copied
 
 
-def _copy_secret(engine: Engine, client: httpx.Client) -> None:
-    answer = client.get(SECRET_PATH)
-    _check(answer, "the signing secret")
+def _copy_secret(engine: Engine, source: PrimarySource) -> None:
     path = os.path.join(engine.config.data_dir, SERVER_SECRET_FILENAME)
+    secret = source.secret()
     make_dirs_durably(engine.fs, engine.config.data_dir)
-    replace_file(engine.fs, path, answer.content, mode=0o600)
+    replace_file(engine.fs, path, secret, mode=0o600)
 
 
-def _fetch_snapshot(engine: Engine, client: httpx.Client) -> tuple[int, str]:
+def _fetch_snapshot(engine: Engine, source: PrimarySource) -> tuple[int, str]:
     fs = engine.fs
     directory = os.path.join(engine.config.data_dir, STANDBY_DIR)
     make_dirs_durably(fs, directory)
     partial = os.path.join(directory, PARTIAL)
     if fs.exists(partial):
         fs.unlink(partial)  # an earlier attempt's: the primary's newest is fetched again
-    with client.stream("GET", SNAPSHOT_PATH) as answer:
-        _check(answer, "the snapshot")
-        sequence = int(answer.headers.get(HEADER_SNAPSHOT_SEQUENCE, "0"))
+    with source.snapshot() as (sequence, chunks):
         if sequence == 0:
             return 0, partial
         target = fs.create(partial)
         try:
-            for chunk in answer.iter_bytes():
+            for chunk in chunks:
                 target.write(chunk)
             target.fsync()  # the snapshot's bytes are durable before it is renamed into use
         finally:
@@ -170,11 +169,10 @@ def _fetch_snapshot(engine: Engine, client: httpx.Client) -> tuple[int, str]:
     return sequence, partial
 
 
-def _fetch_payloads(engine: Engine, client: httpx.Client, path: str, sequence: int) -> int:
+def _fetch_payloads(engine: Engine, fetcher: PayloadFetcher, path: str, sequence: int) -> int:
     snapshot = load_snapshot(engine.fs, path, sequence, verify=False)
     if snapshot is None:
         raise ReplicationError(f"snapshot {sequence} cannot be read")
-    fetcher = PayloadFetcher(engine, client)
     copied = 0
 
     def on_batch(batch: list[PayloadRef]) -> None:
@@ -186,8 +184,3 @@ def _fetch_payloads(engine: Engine, client: httpx.Client, path: str, sequence: i
 
     for_each_snapshot_payload_batch(snapshot, PAYLOAD_BATCH, on_batch)
     return copied
-
-
-def _check(answer: httpx.Response, what: str) -> None:
-    if answer.status_code != 200:
-        raise ReplicationError(f"{what}: the primary answered {answer.status_code}")

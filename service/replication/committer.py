@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 
 import httpx
 
 from journal.errors import JournalError
 from journal.tail import RawRecord
+from service.archive.refs import PayloadRef
 from service.common.api_errors import ServiceError
 from service.engine.core import Engine, OwnState
 from service.engine.journaled import JournalCommitter
+from service.index.protocol import IndexFactory
 from service.replication.bootstrap import PrimaryLink, bootstrap_if_needed
-from service.replication.payloads import ReplicationError
+from service.replication.payloads import Fetched, PayloadFetcher, ReplicationError
 from service.replication.reseed import discard_previous
 
 log = logging.getLogger("service.replication")
@@ -43,8 +46,10 @@ class StandbyRefusal(ServiceError):
 class StandbyCommitter(JournalCommitter):
     """A journal owner that only appends what its primary committed (module docstring)."""
 
-    def __init__(self, own: OwnState, primary: PrimaryLink) -> None:
-        super().__init__(own)
+    def __init__(
+        self, own: OwnState, primary: PrimaryLink, index_factory: IndexFactory | None = None
+    ) -> None:
+        super().__init__(own, index_factory)
         self.primary = primary
         self.bootstrapped_payloads = 0
         """Payloads the bootstrap of this start copied (0 when it had nothing to do)."""
@@ -57,7 +62,7 @@ class StandbyCommitter(JournalCommitter):
         pause = 1.0
         while True:
             try:
-                copied = await engine.run_blocking(bootstrap_if_needed, engine, self.primary)
+                copied = await engine.run_blocking(self.bootstrap, engine)
             except (httpx.HTTPError, ReplicationError, OSError, JournalError) as exc:
                 # The primary is away or answered badly: a standby waits for it.
                 log.error("bootstrap from %s failed (will retry): %s", self.primary.url, exc)
@@ -70,10 +75,45 @@ class StandbyCommitter(JournalCommitter):
         self.bootstrapped_payloads = copied
         await super().start(engine)
 
+    def bootstrap(self, engine: Engine) -> int:
+        """Copy the primary into a fresh data dir (blocking); the payloads copied. The crash
+        matrix's standby (``tests/crash/standbykit.py``) copies from an in-process primary."""
+        return bootstrap_if_needed(engine, self.primary)
+
     def ensure_writable(self) -> None:
         if not self.promoted:
             raise StandbyRefusal()
         super().ensure_writable()
+
+    async def apply_batch(
+        self,
+        shipped: list[RawRecord],
+        refs: list[PayloadRef],
+        inline: Mapping[str, bytes],
+        fetcher: PayloadFetcher,
+    ) -> Fetched:
+        """The standby's apply of one batch of the primary's records (``refs``: the payloads
+        they reference, ``inline``: the bytes the records answer carried): every payload
+        written and verified (one executor job), then made durable together (the shared
+        ``syncfs`` of the primary's strict small PUTs, ``Engine.payload_sync``, or the
+        fetcher's own sync), then the records appended and applied, then the journal
+        synced. A crash anywhere leaves a prefix of the primary's records, each with its
+        payloads (payloads without a record are orphans the start's sweep removes)."""
+        engine = self.engine
+        group = engine.payload_sync if fetcher.durable_by_caller() else None
+        ticket = group.ticket() if group is not None else 0
+        fetched = await engine.run_blocking(fetcher.fetch, refs, inline, group is None)
+        if group is not None:
+            try:
+                await group.sync(ticket)  # the batch's files and renames durable at once
+            except OSError as exc:
+                await engine.run_blocking(fetcher.forget, fetched.placed)
+                raise ReplicationError(f"syncing the copied payloads failed: {exc}") from exc
+            fetcher.stored(fetched)
+        engine.quarantined.update(fetched.lost)
+        await self.apply_shipped(shipped)
+        await self.sync()  # balanced: the records durable; strict: synced already
+        return fetched
 
     async def apply_shipped(self, shipped: list[RawRecord]) -> None:
         """Append and apply the primary's records, in order, as one group commit.

@@ -43,6 +43,7 @@ from service.replication.bootstrap import PrimaryLink
 from service.replication.committer import StandbyCommitter
 from service.replication.epochs import answer_refusal
 from service.replication.payloads import PayloadFetcher, ReplicationError
+from service.replication.source import HttpSource
 from service.replication.wire import (
     CONFIRM_PATH,
     HEADER_FRAMES_BYTES,
@@ -255,9 +256,12 @@ class Follower:
         """A batch's payloads stored and durable, then its records appended and durable,
         then confirmed to the primary at once (a sync primary acknowledges its writes on
         that confirmation, not at this standby's next long poll)."""
-        await self._store_payloads(batch.refs, batch.inline)
-        await self._committer.apply_shipped(batch)
-        await self._committer.sync()  # balanced: the records durable; strict: synced already
+        assert self._fetch_client is not None
+        fetcher = PayloadFetcher(self._engine, HttpSource(self._fetch_client))
+        fetched = await self._committer.apply_batch(batch, batch.refs, batch.inline, fetcher)
+        self.fetched_payloads += fetched.payloads
+        self.fetched_bytes += fetched.bytes
+        self.last_error = None  # a batch applied: whatever failed before has passed
         self.durable_sequence = batch[-1].sequence
         self.last_error = None  # applied: whatever stopped an earlier attempt is past
         self.applied_records += len(batch)
@@ -271,27 +275,6 @@ class Follower:
         answer = await self._client.get(CONFIRM_PATH, params={"sequence": self.durable_sequence})
         if answer.status_code != 204:
             raise ReplicationError(f"the primary answered {answer.status_code}: {_message(answer)}")
-
-    async def _store_payloads(self, refs: list[PayloadRef], inline: dict[str, bytes]) -> None:
-        """Every payload of a batch written and verified (one executor job), then made
-        durable together: the shared ``syncfs`` of the primary's strict small PUTs
-        (``Engine.payload_sync``), or the fetcher's own sync."""
-        assert self._fetch_client is not None
-        engine = self._engine
-        fetcher = PayloadFetcher(engine, self._fetch_client)
-        group = engine.payload_sync if fetcher.durable_by_caller() else None
-        ticket = group.ticket() if group is not None else 0
-        fetched = await engine.run_blocking(fetcher.fetch, refs, inline, group is None)
-        if group is not None:
-            try:
-                await group.sync(ticket)  # the batch's files and renames durable at once
-            except OSError as exc:
-                await engine.run_blocking(fetcher.forget, fetched.placed)
-                raise ReplicationError(f"syncing the copied payloads failed: {exc}") from exc
-            fetcher.stored(fetched)
-        engine.quarantined.update(fetched.lost)
-        self.fetched_payloads += fetched.payloads
-        self.fetched_bytes += fetched.bytes
 
 
 def _split_answer(answer: httpx.Response) -> tuple[bytes, dict[str, bytes]]:

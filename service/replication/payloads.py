@@ -12,8 +12,10 @@ place on the primary goes into the standby's own upload file at the same offset.
 
 Where the bytes come from: a small payload (``wire.INLINE_MAX_BYTES``) arrives inside the
 records answer that references it; the others come by the bulk payloads route, many to a
-request and ``FETCH_CONNECTIONS`` requests at a time, streamed. One request and two fsyncs
-per payload left the standby applying tens of small records a second under load.
+request and ``FETCH_CONNECTIONS`` requests at a time, streamed (through a ``PayloadSource``,
+``service.replication.source``, so the crash matrix drives the same code without HTTP). One
+request and two fsyncs per payload left the standby applying tens of small records a second
+under load.
 
 A payload already in place is not fetched again once its bytes verify (size and SHA-256):
 it was written by these steps (ids are never reused), perhaps by an attempt that a crash
@@ -31,23 +33,22 @@ Crash points: ``standby.payloads_written`` (a batch's payloads in place, not yet
 
 Thread-safety: ``fetch`` blocks (HTTP and disk): run it on the engine's executor, one call
 at a time per fetcher; it runs its requests on threads of its own (the payload store and
-the ``httpx.Client`` take concurrent calls, as a primary's concurrent PUTs do).
+the source (an ``HttpSource``) take concurrent calls, as a primary's concurrent PUTs do).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-
-import httpx
+from typing import Protocol
 
 from fsseam import crashpoints
 from service.archive.refs import PayloadRef
 from service.engine.core import Engine
-from service.replication.wire import BULK_MAX_IDS, NOT_HELD, PAYLOADS_PATH, iter_entries
+from service.replication.wire import BULK_MAX_IDS, NOT_HELD
 from service.storage.direct import parse_direct_id
 from service.storage.payloads import DigestMismatch
 
@@ -57,13 +58,22 @@ FETCH_CONNECTIONS = 4
 """Bulk payload requests in flight at once."""
 REQUEST_BYTES = 32 << 20
 """A bulk request asks for about this many bytes at most (a larger payload goes alone)."""
-READ_BYTES = 1 << 20
-"""A streamed payload is written this much at a time."""
 
 
 class ReplicationError(Exception):
     """The primary's answer cannot be used (a status, a payload that fails its SHA-256);
     the follower retries after a pause."""
+
+
+class PayloadSource(Protocol):
+    """Where payload bytes come from (``service.replication.source``: the primary's bulk
+    payloads route, or an in-process primary in the crash matrix)."""
+
+    def payloads(self, group: list[PayloadRef]) -> Iterator[tuple[str, int, Iterable[bytes]]]:
+        """``(id, size, chunks)`` of each payload of ``group`` as it arrives; ``size`` is
+        ``NOT_HELD`` (and no chunks) for one the primary no longer holds. Each entry's
+        chunks are read before the next entry is asked for."""
+        ...
 
 
 @dataclass
@@ -80,9 +90,14 @@ class Fetched:
 class PayloadFetcher:
     """Copies payloads from the primary into this data dir (module docstring)."""
 
-    def __init__(self, engine: Engine, client: httpx.Client) -> None:
+    def __init__(
+        self, engine: Engine, source: PayloadSource, connections: int = FETCH_CONNECTIONS
+    ) -> None:
+        """``connections``: bulk requests in flight at once (1: one after another, in order,
+        as the crash matrix needs to replay the same file operations every time)."""
         self._engine = engine
-        self._client = client
+        self._source = source
+        self._connections = connections
         store = engine.store
         self._each_synced = engine.config.durability == "strict" and store.fs_sync is None
         """Strict without a ``syncfs``: each file fsynced as a PUT's (nothing shares one)."""
@@ -112,18 +127,20 @@ class PayloadFetcher:
         missing = self.missing(refs)
         given = inline or {}
         groups = _requests([ref for ref in missing if ref.payload_id not in given])
-        # Leaving the block waits for every request, so none is still writing when an error
-        # (the first to fail) reaches the caller; what was placed stays (verified, and
-        # made durable by the retry's sync).
-        with ThreadPoolExecutor(
-            max(1, min(FETCH_CONNECTIONS, len(groups))), thread_name_prefix="standby-fetch"
-        ) as requests:
-            running = requests.map(self._fetch_group, groups)
-            for ref in missing:
-                if ref.payload_id in given:
-                    self._write(ref, iter((given[ref.payload_id],)))
-                    done.placed.append(ref.payload_id)
-            outcomes = [each for group in running for each in group]
+        if self._connections <= 1:
+            # In order: the inline payloads, then each request (the crash matrix's replays).
+            self._place_inline(missing, given, done)
+            outcomes = [each for group in groups for each in self._fetch_group(group)]
+        else:
+            # Leaving the block waits for every request, so none is still writing when an
+            # error (the first to fail) reaches the caller; what was placed stays (verified,
+            # and made durable by the retry's sync).
+            with ThreadPoolExecutor(
+                min(self._connections, max(1, len(groups))), thread_name_prefix="standby-fetch"
+            ) as requests:
+                running = requests.map(self._fetch_group, groups)
+                self._place_inline(missing, given, done)
+                outcomes = [each for group in running for each in group]
         for ref, stored in outcomes:
             if stored:
                 done.placed.append(ref.payload_id)
@@ -141,6 +158,14 @@ class PayloadFetcher:
                 raise ReplicationError(f"syncing the copied payloads failed: {exc}") from exc
             self.stored(done)
         return done
+
+    def _place_inline(
+        self, missing: list[PayloadRef], given: Mapping[str, bytes], done: Fetched
+    ) -> None:
+        for ref in missing:
+            if ref.payload_id in given:
+                self._write(ref, iter((given[ref.payload_id],)))
+                done.placed.append(ref.payload_id)
 
     def durable_by_caller(self) -> bool:
         """Whether ``fetch(sync=False)`` may leave the sync to the engine's shared
@@ -177,26 +202,17 @@ class PayloadFetcher:
         """One bulk request: each payload written as it streams; (ref, held) for each."""
         wanted = {ref.payload_id: ref for ref in group}
         out: list[tuple[PayloadRef, bool]] = []
-        params = {"id": [ref.payload_id for ref in group]}
-        with self._client.stream("GET", PAYLOADS_PATH, params=params) as answer:
-            if answer.status_code != 200:
-                answer.read()
-                raise ReplicationError(f"payloads: the primary answered {answer.status_code}")
-            reader = _StreamReader(answer.iter_bytes(READ_BYTES))
-            try:
-                for name, size, read in iter_entries(reader.read_exactly):
-                    ref = wanted.pop(name, None)
-                    if ref is None:
-                        raise ReplicationError(f"the primary sent payload {name}, not asked for")
-                    if size == NOT_HELD:
-                        out.append((ref, False))
-                        continue
-                    if size != ref.size:
-                        raise ReplicationError(f"payload {name}: {size} bytes, not {ref.size}")
-                    self._write(ref, _windows(read, size))
-                    out.append((ref, True))
-            except ValueError as exc:
-                raise ReplicationError(f"the payloads answer is malformed: {exc}") from None
+        for name, size, chunks in self._source.payloads(group):
+            ref = wanted.pop(name, None)
+            if ref is None:
+                raise ReplicationError(f"the primary sent payload {name}, not asked for")
+            if size == NOT_HELD:
+                out.append((ref, False))
+                continue
+            if size != ref.size:
+                raise ReplicationError(f"payload {name}: {size} bytes, not {ref.size}")
+            self._write(ref, chunks)
+            out.append((ref, True))
         if wanted:
             raise ReplicationError(f"the primary's answer lacks {len(wanted)} payloads")
         return out
@@ -261,33 +277,3 @@ def _requests(refs: list[PayloadRef]) -> list[list[PayloadRef]]:
         groups[-1].append(ref)
         size += ref.size
     return groups
-
-
-def _windows(read: Callable[[int], bytes], size: int) -> Iterator[bytes]:
-    """``size`` bytes of a stream, a window at a time; ``ReplicationError`` if it ends first."""
-    left = size
-    while left > 0:
-        chunk = read(min(READ_BYTES, left))
-        if len(chunk) != min(READ_BYTES, left):
-            raise ReplicationError("the payloads answer ended early")
-        left -= len(chunk)
-        yield chunk
-
-
-class _StreamReader:
-    """Exact reads over an answer's chunks."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-        self._buffer = bytearray()
-
-    def read_exactly(self, count: int) -> bytes:
-        """``count`` bytes, fewer only at the end of the stream."""
-        while len(self._buffer) < count:
-            chunk = next(self._chunks, None)
-            if chunk is None:
-                break
-            self._buffer += chunk
-        out = bytes(self._buffer[:count])
-        del self._buffer[:count]
-        return out

@@ -26,7 +26,10 @@ from service.engine.journaled import journaled_engine
 from service.meta import encode_snapshot
 from service.ops import buckets, objects
 from service.ops.objects import PutIntent
+from service.startup import RESTORE_INCOMPLETE
 from tests.archive.kit import archive_source, committer_of, config, target_for
+from tests.serverproc import free_port
+from tests.test_first_run import assert_one_line_refusal, run_service
 
 pytestmark = pytest.mark.parametrize("kind", ["directory", "rclone"])
 
@@ -233,5 +236,13 @@ def test_a_flipped_payload_byte_is_found_by_verify_and_refused_by_restore(
     assert hashlib.sha256(payload.read_bytes()).hexdigest() != payload.name
     report = verify(target)
     assert not report.ok and "fails its SHA-256" in (report.problem or "")
+    restored = tmp_path / "restored"
     with pytest.raises(ArchiveError, match="fails its SHA-256"):
-        restore(target, str(tmp_path / "restored"))
+        restore(target, str(restored))
+    # A restore that failed leaves its marker: never taken for a data dir that is ready.
+    assert (restored / RESTORE_INCOMPLETE).exists()
+    with pytest.raises(ArchiveError, match=r"did not finish.*delete the directory"):
+        restore(target, str(restored))
+    done = run_service("--data-dir", str(restored), "--port", str(free_port()))
+    assert done.returncode == 1
+    assert_one_line_refusal(done, str(restored), RESTORE_INCOMPLETE, "delete the directory")

@@ -16,8 +16,8 @@ PROJECT = pathlib.Path(__file__).resolve().parent.parent.parent
 SOURCE_TREES = ("journal", "service")
 HTTP_TREE = "service/http/"
 STANDBY_TREE = "service/replication/"
-"""A standby's points need a primary over HTTP: ``tests/crash/test_standby_crash.py`` kills a
-real standby at each of them."""
+"""A standby's points: the in-process standby matrix (``test_standby_matrix.py``) cuts the
+power at each of them, and ``test_standby_crash.py`` kills a real standby at each."""
 
 
 def _hits(path: pathlib.Path) -> set[str]:
@@ -64,6 +64,7 @@ def http_only_crash_points() -> set[str]:
 
 
 def standby_only_crash_points() -> set[str]:
-    """Points only a standby passes (its bootstrap and its copies of payloads)."""
+    """Points only a standby passes (its bootstrap and its copies of payloads): both
+    standby suites must arm every one of them."""
     by_file = crash_points_by_file()
     return set().union(*(names for path, names in by_file.items() if path.startswith(STANDBY_TREE)))

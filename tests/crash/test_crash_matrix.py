@@ -17,11 +17,11 @@ import pytest
 
 from tests.crash.indexkit import INDEX_FATES
 from tests.crash.matrix import KINDS, Plan, dry_run, run_kind_sync
-from tests.crash.points import (
-    all_crash_points,
-    http_only_crash_points,
-    standby_only_crash_points,
-)
+from tests.crash.points import all_crash_points, http_only_crash_points, standby_only_crash_points
+from tests.crash.restorekit import KINDS as RESTORE_KINDS
+from tests.crash.restorekit import dry_run as restore_dry_run
+from tests.crash.standbymatrix import KINDS as STANDBY_KINDS
+from tests.crash.standbymatrix import dry_run as standby_dry_run
 
 BALANCED_FAST = (
     "put",
@@ -200,13 +200,20 @@ def test_no_crash_state_breaks_the_durability_claims_exhaustively(
 
 
 def test_every_named_crash_point_is_passed_in_process() -> None:
-    """Each point outside the HTTP layer and the standby is reached by some operation of the
-    matrix (the real-process suites cover those, and kill the server at every point)."""
+    """Each point outside the HTTP layer is reached by some operation of the matrix, of the
+    standby's matrix (``test_standby_matrix.py``) or of the restore's
+    (``test_restore_matrix.py``); the real-process suites cover the HTTP layer's, and kill
+    the server (and a standby) at every point."""
     hits: Counter[str] = Counter()
     for mode in ("strict", "balanced"):
         for kind in KINDS.values():
             hits.update(asyncio.run(dry_run(kind, Plan(mode))).hits)  # type: ignore[arg-type]
-    wanted = all_crash_points() - http_only_crash_points() - standby_only_crash_points()
+        for standby_kind in STANDBY_KINDS.values():
+            hits.update(asyncio.run(standby_dry_run(standby_kind, mode))[1])  # type: ignore[arg-type]
+    for restore_kind in RESTORE_KINDS.values():
+        hits.update(asyncio.run(restore_dry_run(restore_kind))[1])
+    wanted = all_crash_points() - http_only_crash_points()
+    assert standby_only_crash_points() <= wanted
     assert wanted - set(hits) == set()
     assert len(wanted) >= 25
 

@@ -6,9 +6,9 @@ The standby's order is its promise: a record is appended (and applied) only afte
 payload it references is durable and verified on the standby (a batch's payloads are
 written unsynced, ``standby.payloads_written``, then synced together,
 ``standby.payloads_stored``), so a kill anywhere leaves either a record with its bytes or no
-record (payloads without a record are orphans its GC
-removes). ``standby.*`` points are only passed on a standby (``tests.crash.points``); the
-others are the journal's, the payload store's and the engine's, passed here by a standby.
+record (payloads without a record are orphans its GC removes). ``standby.*`` points are only
+passed on a standby (``tests.crash.points``); the others are the journal's, the payload
+store's and the engine's, passed here by a standby.
 """
 
 from __future__ import annotations
