@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -386,6 +387,12 @@ class Archiver:
                     # before it was shipped: its file is gone, and with it the part.
                     self._mark_lost(ref)
                     continue
+                if len(data) != ref.size or hashlib.sha256(data).hexdigest() != ref.sha256:
+                    # The same part number uploaded again (or being uploaded) wrote over
+                    # this region: the bytes this record names are gone, never archived
+                    # under its id as if they were its own.
+                    self._mark_lost(ref)
+                    continue
                 self.target.put_bytes(layout.payload_name(ref.payload_id), data)
             if len(files) >= PAYLOAD_BATCH:
                 self.target.put_files(self._source.data_dir, files)
@@ -396,7 +403,8 @@ class Archiver:
         """The primary no longer has a payload a record to ship names: lost to a balanced
         power cut (then quarantined here too), a record that was refused and whose payload
         went with it, or a part written in place of an upload that closed before the part
-        was shipped. The archive says so, and a restore quarantines it."""
+        was shipped or whose region the same part number, sent again, wrote over. The
+        archive says so, and a restore quarantines it."""
         log.warning("payload %s is not in the data dir: archived as lost", ref.payload_id)
         reason = {"payload_id": ref.payload_id, "size": ref.size, "sha256": ref.sha256}
         self.target.put_bytes(layout.lost_name(ref.payload_id), json.dumps(reason).encode())
