@@ -126,13 +126,8 @@ def epoch_started(*, epoch: int, sequence: int, server_id: str, at: int) -> Even
     """A primary's epoch begins at record ``sequence`` (this record's own), on the data dir
     ``server_id``: epoch 1 at a primary's first start, the next at each promotion
     (``service.meta.epoch_state``)."""
-    return {
-        "type": EPOCH_STARTED,
-        "epoch": epoch,
-        "sequence": sequence,
-        "server_id": server_id,
-        "at": at,
-    }
+    event = {"type": EPOCH_STARTED, "epoch": epoch, "sequence": sequence}
+    return {**event, "server_id": server_id, "at": at}
 
 
 def bucket_created(
