@@ -88,6 +88,7 @@ _ACTIONS: dict[tuple[str, str], Action | str] = {
     ("/api/v1/replication/payloads/{payload_id}", "GET"): Action.SYSTEM_INFO,
     ("/api/v1/replication/payloads", "GET"): Action.SYSTEM_INFO,
     ("/api/v1/replication/confirm", "GET"): Action.SYSTEM_INFO,
+    ("/api/v1/replication/promote", "POST"): Action.SYSTEM_MAINTENANCE,
     ("/api/v1/videos/workers", "GET"): Action.VIDEO_WORKER_LIST,
     (f"{_J}/claim", "POST"): f"{_ATTEMPT}:claim",
     (f"{_J}/heartbeat", "POST"): f"{_ATTEMPT}:heartbeat",

@@ -31,7 +31,12 @@ from tests.archive.kit import archive_source, committer_of, config, target_for
 from tests.serverproc import free_port
 from tests.test_first_run import assert_one_line_refusal, run_service
 
-pytestmark = pytest.mark.parametrize("kind", ["directory", "rclone"])
+BOTH_KINDS = pytest.mark.parametrize("kind", ["directory", "rclone"])
+RCLONE_IN_TEST_SLOW = pytest.mark.parametrize(
+    "kind", ["directory", pytest.param("rclone", marks=pytest.mark.slow)]
+)
+"""The longest tests run through rclone in ``make test-slow`` only (the same code, rclone's
+process per call making them several times slower); the others run both kinds always."""
 
 
 async def put(engine: Engine, key: str, body: bytes) -> None:
@@ -64,6 +69,7 @@ async def state_of(data_dir: Path) -> tuple[bytes, dict[str, bytes]]:
         await engine.stop()
 
 
+@RCLONE_IN_TEST_SLOW
 def test_a_restore_to_each_point_equals_the_journal_at_that_point(
     tmp_path: Path, kind: str
 ) -> None:
@@ -105,6 +111,7 @@ def test_a_restore_to_each_point_equals_the_journal_at_that_point(
         assert bodies == live
 
 
+@BOTH_KINDS
 def test_a_restore_to_a_time_takes_the_last_record_at_or_before_it(
     tmp_path: Path, kind: str
 ) -> None:
@@ -140,6 +147,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+@BOTH_KINDS
 def test_restore_refuses_a_non_empty_dir_and_a_point_outside_the_archive(
     tmp_path: Path, kind: str
 ) -> None:
@@ -168,6 +176,7 @@ def test_restore_refuses_a_non_empty_dir_and_a_point_outside_the_archive(
         restore(target, str(tmp_path / "later"), to_sequence=end + 5)
 
 
+@RCLONE_IN_TEST_SLOW
 def test_verify_names_a_missing_records_file_a_damaged_record_and_a_missing_payload(
     tmp_path: Path, kind: str
 ) -> None:
@@ -213,6 +222,7 @@ def test_verify_names_a_missing_records_file_a_damaged_record_and_a_missing_payl
     assert not report.ok and f"payload {payload.name} is missing" == report.problem
 
 
+@BOTH_KINDS
 def test_a_flipped_payload_byte_is_found_by_verify_and_refused_by_restore(
     tmp_path: Path, kind: str
 ) -> None:

@@ -50,6 +50,20 @@ UNREACHABLE: dict[str, str] = {
         "a standby's bootstrap: the primary of this run never passes it; "
         "tests/crash/test_standby_crash.py kills a real standby there."
     ),
+    "standby.payloads_written": (
+        "a standby's batch of payloads written, not yet synced: the primary of this run never "
+        "passes it; tests/crash/test_standby_crash.py kills a real standby there."
+    ),
+    "restore.marked": (
+        "the restore command's (python -m service restore), never the server's; "
+        "tests/crash/test_restore_matrix.py cuts the restore at each of its points."
+    ),
+    "restore.written": (
+        "the restore command's, never the server's; tests/crash/test_restore_matrix.py."
+    ),
+    "restore.synced": (
+        "the restore command's, never the server's; tests/crash/test_restore_matrix.py."
+    ),
 }
 """Points a real process cannot reach by a kill, and why; armed anyway, never hit."""
 
