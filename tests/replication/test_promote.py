@@ -11,6 +11,21 @@ import os
 
 from tests.replication.kit import Factory, everything, start_standby, status, wait_caught_up
 from tests.replication.promotekit import lines_with, promote, repoint, wait_refused
+from tests.serverproc import ServerProcess
+
+
+def primary_and_caught_up_standby(
+    server_factory: Factory, key: str
+) -> tuple[ServerProcess, ServerProcess]:
+    """A primary holding bucket ``bkt`` with one object ``key``, and a standby caught up."""
+    old = server_factory()
+    with old.client() as api:
+        assert api.post("/buckets", json={"name": "bkt"}).status_code == 201
+        assert api.put(f"/buckets/bkt/objects/{key}", content=key.encode()).is_success
+        new = start_standby(server_factory, old)
+        with new.client() as copy:
+            wait_caught_up(api, copy)
+    return old, new
 
 
 def test_a_promoted_standby_serves_writes_and_stays_a_primary_across_a_restart(
@@ -63,13 +78,8 @@ def test_a_primary_refuses_a_promotion_and_changes_nothing(server_factory: Facto
 def test_a_former_primary_with_records_the_new_one_never_had_is_refused_then_reseeded(
     server_factory: Factory,
 ) -> None:
-    old = server_factory()
+    old, new = primary_and_caught_up_standby(server_factory, "shared")
     with old.client() as api:
-        assert api.post("/buckets", json={"name": "bkt"}).status_code == 201
-        assert api.put("/buckets/bkt/objects/shared", content=b"shared").is_success
-        new = start_standby(server_factory, old)
-        with new.client() as copy:
-            wait_caught_up(api, copy)
         new.stop()
         for n in range(3):  # records the standby never had
             assert api.put(f"/buckets/bkt/objects/lost{n}", content=b"lost").is_success
@@ -107,13 +117,7 @@ def test_a_former_primary_with_records_the_new_one_never_had_is_refused_then_res
 def test_a_former_primary_with_no_extra_record_follows_the_new_one(
     server_factory: Factory,
 ) -> None:
-    old = server_factory()
-    with old.client() as api:
-        assert api.post("/buckets", json={"name": "bkt"}).status_code == 201
-        assert api.put("/buckets/bkt/objects/one", content=b"1").is_success
-        new = start_standby(server_factory, old)
-        with new.client() as copy:
-            wait_caught_up(api, copy)
+    old, new = primary_and_caught_up_standby(server_factory, "one")
     old.kill()
     promote(new)
     with new.client() as copy:
