@@ -240,6 +240,7 @@ class Follower:
         if answer.status_code != 200:
             raise ReplicationError(f"the primary answered {answer.status_code}: {_message(answer)}")
         self.heard_at = time.monotonic()
+        self.last_error = None  # the primary answered: whatever cut an earlier poll is past
         self.primary_sequence = int(answer.headers[HEADER_PRIMARY_SEQUENCE])
         last = int(answer.headers[HEADER_LAST])
         if last < first:
@@ -261,7 +262,6 @@ class Follower:
         fetched = await self._committer.apply_batch(batch, batch.refs, batch.inline, fetcher)
         self.fetched_payloads += fetched.payloads
         self.fetched_bytes += fetched.bytes
-        self.last_error = None  # a batch applied: whatever failed before has passed
         self.durable_sequence = batch[-1].sequence
         self.last_error = None  # applied: whatever stopped an earlier attempt is past
         self.applied_records += len(batch)

@@ -8,8 +8,10 @@ import secrets
 from pathlib import Path
 
 import httpx
+import pytest
 from playwright.sync_api import BrowserContext, Page, Route, expect
 from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.console.conftest import sign_in
 from tests.serverproc import ADMIN_PASSWORD
@@ -97,8 +99,12 @@ def test_sign_in_and_create_a_bucket_by_keyboard_alone(page: Page, admin_api: ht
         if page.evaluate("() => document.activeElement.id") == "upload-files":
             break
     expect(page.get_by_label("Upload files")).to_be_focused()
-    with page.expect_file_chooser() as chooser:
-        page.keyboard.press("Space")
+    try:
+        with page.expect_file_chooser() as chooser:
+            page.keyboard.press("Space")
+    except PlaywrightTimeoutError:  # say where the focus was, so a failure can be read
+        focused = page.evaluate("() => document.activeElement && document.activeElement.outerHTML")
+        pytest.fail(f"Space on the focused upload input opened no picker; focus on {focused}")
     chooser.value.set_files(
         files=[{"name": "typed.txt", "mimeType": "text/plain", "buffer": b"by keyboard"}]
     )
