@@ -114,6 +114,11 @@ class ReadableFile(Protocol):
 class FileSystem(Protocol):
     """Every file-system operation the journal and the payload store perform."""
 
+    timestamp_slack: float
+    """How far behind the clock a file's ``stat`` mtime may be when it is written (seconds):
+    a kernel stamps files from its coarse clock, up to one tick behind ``time.time()``, so a
+    file written just after an instant may carry an mtime just before it."""
+
     def create(self, path: str, mode: int = 0o644) -> WritableFile:
         """Create a new, empty file; fails with FileExistsError if it exists.
 
@@ -456,6 +461,9 @@ def _copy_by_reading(source_fd: int, target_fd: int, count: int) -> int:
 
 class RealFileSystem:
     """The operating system's file system."""
+
+    timestamp_slack = 0.05
+    """Ten ticks of a 200 Hz kernel's coarse clock (``FileSystem.timestamp_slack``)."""
 
     _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     _APPEND_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)

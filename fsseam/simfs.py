@@ -143,6 +143,9 @@ class _SimSharedLock:
 class SimFileSystem:
     """An in-memory ``FileSystem`` that can crash, fail, and show what a power loss keeps."""
 
+    timestamp_slack = 0.0
+    """Its mtimes are its clock's own readings (``FileSystem.timestamp_slack``)."""
+
     def __init__(
         self,
         *,

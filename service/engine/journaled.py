@@ -225,9 +225,12 @@ class JournalCommitter:
         commit)."""
         try:
             await self.holds.settled()  # a reader's unshipped payloads may be orphans now
-            # A file newer than the start is kept (``now - mtime < grace``); with no time
-            # gone by (a simulated clock), a grace of 0 collects every unreferenced file.
-            grace = max(self.engine.clock() - started, self.startup_gc_grace)
+            # A file newer than the start is kept (``now - mtime < grace``), and so is one
+            # whose mtime the kernel's coarse clock put just before the start (a PUT right
+            # after it, between promote and commit, was collected). With no time gone by (a
+            # simulated clock, exact mtimes) a grace of 0 collects every unreferenced file.
+            slack = self.engine.fs.timestamp_slack
+            grace = max(self.engine.clock() - started + slack, self.startup_gc_grace)
             await self._collect_payloads(grace)
         except (JournalError, OSError) as exc:
             log.error("the sweep of orphan payloads after the start failed: %s", exc)

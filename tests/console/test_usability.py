@@ -69,6 +69,11 @@ def test_every_control_on_every_page_has_an_accessible_name(
 
 
 def test_sign_in_and_create_a_bucket_by_keyboard_alone(page: Page, admin_api: httpx.Client) -> None:
+    # Playwright turns the browser's file-chooser interception on when the first listener
+    # is added, by a message it does not wait for; ``expect_file_chooser`` just before the
+    # key press raced it, and on a loaded machine Chromium opened its own (invisible)
+    # picker instead of reporting one. A listener from the start settles that first.
+    page.on("filechooser", lambda chooser: None)
     page.goto("/console/")
     expect(page.get_by_label("Username")).to_be_focused()
     page.keyboard.type("admin")
