@@ -118,6 +118,8 @@ async def serve(
     for each in servers:
         each.stop()  # no new connections
     watchdog.stop()
+    if ctx.replication_feed is not None:
+        ctx.replication_feed.stop_waiting()  # a standby's long poll would hold the stop
     # Requests already begun run to their answer (an upload mid-body included); only then
     # are the idle keep-alive connections closed, which would otherwise cut them off.
     if not await ctx.wait_for_requests(SHUTDOWN_GRACE_SECONDS):

@@ -106,12 +106,21 @@ class ReplicationFeed:
         self.waiters: ConfirmationWaiters | None = None
         """Sync mode: the writes waiting for a standby (``service.replication.sync``)."""
         self._batch = asyncio.Event()
+        self._stopping = False
+        """The server is stopping: a long poll answers at once instead of holding the
+        stop for its whole wait (``stop_waiting``)."""
         committer.on_batch.append(self._on_batch)
 
     def _on_batch(self) -> None:
         """A group commit: wake every long poll (a fresh event for the next ones)."""
         batch, self._batch = self._batch, asyncio.Event()
         batch.set()
+
+    def stop_waiting(self) -> None:
+        """The server stops: every long poll, waiting or to come, answers now with what
+        it has (the standby asks again, of the next primary or of this one restarted)."""
+        self._stopping = True
+        self._on_batch()
 
     # -- positions ------------------------------------------------------------------
 
@@ -241,7 +250,7 @@ class ReplicationFeed:
             if first <= last:
                 break
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or self._stopping:
                 return Frames(first, first - 1, last, b"")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(batch.wait(), left)

@@ -171,6 +171,7 @@ class Follower:
                 return
             except (httpx.HTTPError, ReplicationError, FramesDamagedError, JournalError) as exc:
                 self.last_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self.heard_at = 0.0  # out of touch: the lag counts from the last catch-up
                 log.warning("following %s failed (will retry): %s", self.primary.url, exc)
                 pause = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]
                 failures += 1
