@@ -1,11 +1,12 @@
 """The replication stream's routes on the primary (``service.replication.wire`` is the format).
 
 An administrator's (``system:info``), read-only, answered by the process that owns the
-journal (``Home.JOURNAL``: a worker forwards them). Every read of a file (snapshot, frames,
-payload) runs on the executor, a window at a time, so a standby's copy never holds the
-event loop and never blocks a write. A server that is itself a standby has no feed: 404,
-but for the payloads route, which a standby serves too: its primary's scrub repairs a
-rotten payload from the standby's copy (``service.replication.repair``).
+journal (``Home.JOURNAL``: a worker forwards them), but for the bulk payloads route, which
+any serving process answers from the payload files they all hold. Every read of a file
+(snapshot, frames, payload) runs on the executor, so a standby's copy never holds the event
+loop and never blocks a write. A server that is itself a standby has no feed: 404, but for
+the payloads routes, which a standby serves too: its primary's scrub repairs a rotten
+payload from the standby's copy (``service.replication.repair``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from collections.abc import Callable
 from fsseam.fs import FileSystem
 from service.auth import Action
 from service.common.api_errors import ApiError
+from service.engine.core import Engine
 from service.http.base import ApiHandler, Home
+from service.http.file_body import send_file_body
+from service.http.h1_exchange import H1Exchange
 from service.replication.epochs import epoch_headers
 from service.replication.feed import RecordsGoneError, ReplicationFeed, StandbySlot
 from service.replication.repair import standby_url
@@ -148,58 +152,94 @@ class PayloadFeedHandler(_FeedHandler):
 
 
 class BulkPayloadFeedHandler(_FeedHandler):
-    """Many payloads in one streamed answer (a bootstrap's batches): for each ``id`` asked,
-    an entry header (``wire.pack_entry_header``: size -1 when not held here), then its
-    bytes, read a window at a time on the executor."""
+    """Many payloads in one answer (a bootstrap's batches): for each ``id`` asked, an entry
+    header (``wire.pack_entry_header``: size -1 when not held here), then its bytes.
+
+    The answer declares its length (the sizes are looked up first, on the executor), so a
+    file's bytes go out as a large GET's do (``service.http.file_body``: read and written by
+    an executor thread, no chunked framing, no copy through the event loop). A payload that
+    goes between the look-up and its turn cuts the answer (the standby asks again)."""
 
     route_name = "/api/v1/replication/payloads"
+    home = Home.ANY  # payload files are every process's: no hop through the journal's owner
 
     async def get(self) -> None:
         self.authorize(Action.SYSTEM_INFO)
-        if self.ctx.replication_feed is None and self.ctx.follower is None:
-            raise ApiError("NotFound", "this server has no replication role")
         ids = self.get_query_arguments("id")
         if not 0 < len(ids) <= BULK_MAX_IDS:
             raise ApiError("InvalidArgument", f"name 1 to {BULK_MAX_IDS} payloads with id=")
         for payload_id in ids:
             if parse_direct_id(payload_id) is None and not is_valid_payload_id(payload_id):
                 raise ApiError("InvalidArgument", f"not a payload id: {payload_id[:80]}")
+        engine = self.ctx.engine
+        quarantined = set(engine.quarantined)
+        sizes = await engine.run_blocking(_held_sizes, engine, ids, quarantined)
+        headers = [pack_entry_header(each, size) for each, size in zip(ids, sizes, strict=True)]
+        length = sum(map(len, headers)) + sum(size for size in sizes if size != NOT_HELD)
         self.set_header("Content-Type", OCTETS)
-        for payload_id in ids:
-            await self._send_entry(payload_id)
+        self.set_header("Content-Length", str(length))
+        for payload_id, header, size in zip(ids, headers, sizes, strict=True):
+            self.write(header)
+            if size != NOT_HELD:
+                await self._send_body(payload_id, size)
+                self.bytes_out += size
         self.finish()
 
-    async def _send_entry(self, payload_id: str) -> None:
+    async def _send_body(self, payload_id: str, size: int) -> None:
         engine = self.ctx.engine
         located = parse_direct_id(payload_id)
         try:
-            if payload_id in engine.quarantined:
-                raise FileNotFoundError(payload_id)
             if located is not None:
-                upload_id, offset, size = located
+                upload_id, offset, _ = located
                 path = engine.store.direct_file(upload_id)
                 data = await engine.run_blocking(_read_whole_region, engine.fs, path, offset, size)
-                self.write(pack_entry_header(payload_id, len(data)) + data)
-                self.bytes_out += len(data)
-                await self.flush()
+                self.write(data)
                 return
             source = await engine.run_blocking(engine.store.open_payload, payload_id)
-        except (FileNotFoundError, EOFError):
-            self.write(pack_entry_header(payload_id, NOT_HELD))
-            return
+        except FileNotFoundError:
+            raise OSError(f"payload {payload_id} went while it was being sent") from None
         try:
-            left = source.size()
-            self.write(pack_entry_header(payload_id, left))
+            connection = self.request.connection
+            await self.flush()  # the headers and the entry's header go out first
+            if isinstance(connection, H1Exchange):
+                await send_file_body(
+                    connection,
+                    source,
+                    0,
+                    size,
+                    executor=engine.executor,
+                    idle_timeout=self.ctx.config.idle_timeout,
+                )
+                return
+            left = size  # another connection (none of ours): a window at a time
             while left > 0:
                 chunk = await engine.run_blocking(source.read, min(WINDOW_BYTES, left))
-                if not chunk:  # the file shrank: cut the answer, the standby retries
+                if not chunk:
                     raise OSError(f"payload {payload_id} ended early")
                 self.write(chunk)
-                self.bytes_out += len(chunk)
                 left -= len(chunk)
                 await self.flush()
         finally:
-            source.close()
+            await engine.run_blocking(source.close)
+
+
+def _held_sizes(engine: Engine, ids: list[str], quarantined: set[str]) -> list[int]:
+    """Each payload's size here, ``NOT_HELD`` for one not held (or quarantined)."""
+    sizes = []
+    for payload_id in ids:
+        located = parse_direct_id(payload_id)
+        if payload_id in quarantined:
+            sizes.append(NOT_HELD)
+        elif located is not None:
+            upload_id, _, size = located
+            held = engine.fs.exists(engine.store.direct_file(upload_id))
+            sizes.append(size if held else NOT_HELD)
+        else:
+            try:
+                sizes.append(engine.fs.stat(engine.store.layout.payload_path(payload_id)).size)
+            except FileNotFoundError:
+                sizes.append(NOT_HELD)
+    return sizes
 
 
 def _read_whole_region(fs: FileSystem, path: str, offset: int, size: int) -> bytes:

@@ -9,8 +9,10 @@ anywhere and the next start resumes:
    made on the primary verify here;
 2. the newest snapshot, streamed into ``standby/snapshot.partial``, fsynced;
 3. every payload it references that is not in place yet, in batches of ``PAYLOAD_BATCH``
-   (``service.replication.payloads``: fetched in bulk, verified, and made durable together,
-   one sync per batch; what a previous attempt placed is read back, not copied again);
+   (``service.replication.payloads``: fetched in bulk and verified; what a previous attempt
+   placed is read back, not copied again), made durable before step 4 (strict with a
+   ``syncfs``: by syncs that run while the next batches are fetched, ``_Writeback``, and a
+   last one; else each batch by its own sync);
 4. the snapshot renamed into the journal directory, and that directory fsynced: from here on
    the data dir is a standby's, and the journal opens at the snapshot.
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +45,12 @@ from service.archive.refs import PayloadRef, for_each_snapshot_payload_batch
 from service.auth.server_secret import SERVER_SECRET_FILENAME
 from service.config import Config
 from service.engine.core import Engine
-from service.replication.payloads import FETCH_CONNECTIONS, PayloadFetcher, ReplicationError
+from service.replication.payloads import (
+    FETCH_CONNECTIONS,
+    Fetched,
+    PayloadFetcher,
+    ReplicationError,
+)
 from service.replication.source import HttpSource, PrimarySource
 from service.replication.wire import HEADER_STANDBY_ID, HEADER_STANDBY_URL, parse_credentials
 
@@ -128,7 +136,8 @@ def bootstrap_from(
     if sequence == 0:
         log.info("the primary has no record yet: following from the first")
         return 0
-    copied = _fetch_payloads(engine, PayloadFetcher(engine, source, connections), partial, sequence)
+    fetcher = PayloadFetcher(engine, source, connections)
+    copied = _fetch_payloads(engine, fetcher, partial, sequence, connections)
     fs, journal_dir = engine.fs, engine.config.journal_dir
     make_dirs_durably(fs, journal_dir)
     # The commit point of the bootstrap: the journal now opens at this snapshot.
@@ -169,18 +178,94 @@ def _fetch_snapshot(engine: Engine, source: PrimarySource) -> tuple[int, str]:
     return sequence, partial
 
 
-def _fetch_payloads(engine: Engine, fetcher: PayloadFetcher, path: str, sequence: int) -> int:
+def _fetch_payloads(
+    engine: Engine, fetcher: PayloadFetcher, path: str, sequence: int, connections: int
+) -> int:
     snapshot = load_snapshot(engine.fs, path, sequence, verify=False)
     if snapshot is None:
         raise ReplicationError(f"snapshot {sequence} cannot be read")
     copied = 0
+    syncs = _Writeback(fetcher, background=connections > 1)
+    share = fetcher.syncs_the_file_system()
 
     def on_batch(batch: list[PayloadRef]) -> None:
         nonlocal copied
-        fetched = fetcher.fetch(batch)
+        fetched = fetcher.fetch(batch, sync=not share)
+        if share:
+            syncs.add(fetched)
         if fetched.payloads:
             log.info("bootstrap: %d payloads (%d bytes) copied", fetched.payloads, fetched.bytes)
         copied += fetched.payloads
 
-    for_each_snapshot_payload_batch(snapshot, PAYLOAD_BATCH, on_batch)
+    try:
+        for_each_snapshot_payload_batch(snapshot, PAYLOAD_BATCH, on_batch)
+        if share:
+            syncs.finish()
+    finally:
+        syncs.close()
     return copied
+
+
+class _Writeback:
+    """Strict with a ``syncfs``: the bootstrap's payloads need only be durable before its
+    commit point (the snapshot's rename), not batch by batch, so a batch does not wait for
+    the disk. A sync starts whenever the one before has ended, on a thread of its own
+    (``background``; in line without it, as the crash matrix needs its file operations in
+    one order), so the disk writes while the next batches are fetched, and ``finish``'s last
+    sync has little left: the copy runs at the slower of the network and the disk, not
+    their sum. A failed sync removes every file it was to cover and every later one (their
+    bytes are not known durable) and raises; the retry copies them again."""
+
+    def __init__(self, fetcher: PayloadFetcher, *, background: bool) -> None:
+        self._fetcher = fetcher
+        self._pool = (
+            ThreadPoolExecutor(1, thread_name_prefix="bootstrap-sync") if background else None
+        )
+        self._running: Future[None] | None = None
+        self._covered: list[str] = []
+        """What the running sync makes durable."""
+        self._window: list[str] = []
+        """Placed since the running sync started."""
+        self._lost: list[str] = []
+
+    def add(self, fetched: Fetched) -> None:
+        self._window.extend(fetched.placed)
+        self._lost.extend(fetched.lost)
+        if self._running is not None and not self._running.done():
+            return
+        self._settle()
+        self._covered, self._window = self._window, []
+        if self._pool is None:
+            self._sync(self._covered)
+        else:
+            self._running = self._pool.submit(self._fetcher.sync_all)
+
+    def finish(self) -> None:
+        """Every payload copied durable; then the lost ones quarantined."""
+        self._settle()
+        self._sync(self._window)
+        self._window = []
+        self._fetcher.stored(Fetched(lost=self._lost))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    def _settle(self) -> None:
+        running, self._running = self._running, None
+        if running is not None:
+            try:
+                running.result()
+            except OSError as exc:
+                self._failed(exc, self._covered + self._window)
+
+    def _sync(self, placed: list[str]) -> None:
+        try:
+            self._fetcher.sync_all()
+        except OSError as exc:
+            self._failed(exc, placed)
+
+    def _failed(self, exc: OSError, placed: list[str]) -> None:
+        self._fetcher.forget(placed)
+        self._covered, self._window = [], []
+        raise ReplicationError(f"syncing the copied payloads failed: {exc}") from exc

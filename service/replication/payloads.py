@@ -60,6 +60,10 @@ REQUEST_BYTES = 32 << 20
 """A bulk request asks for about this many bytes at most (a larger payload goes alone)."""
 
 
+Chunks = Iterable[bytes | memoryview]
+"""A payload's bytes as they arrive (views of a connection's reads, ``source``)."""
+
+
 class ReplicationError(Exception):
     """The primary's answer cannot be used (a status, a payload that fails its SHA-256);
     the follower retries after a pause."""
@@ -69,7 +73,7 @@ class PayloadSource(Protocol):
     """Where payload bytes come from (``service.replication.source``: the primary's bulk
     payloads route, or an in-process primary in the crash matrix)."""
 
-    def payloads(self, group: list[PayloadRef]) -> Iterator[tuple[str, int, Iterable[bytes]]]:
+    def payloads(self, group: list[PayloadRef]) -> Iterator[tuple[str, int, Chunks]]:
         """``(id, size, chunks)`` of each payload of ``group`` as it arrives; ``size`` is
         ``NOT_HELD`` (and no chunks) for one the primary no longer holds. Each entry's
         chunks are read before the next entry is asked for."""
@@ -167,6 +171,18 @@ class PayloadFetcher:
                 self._write(ref, iter((given[ref.payload_id],)))
                 done.placed.append(ref.payload_id)
 
+    def syncs_the_file_system(self) -> bool:
+        """Whether one sync makes every placed payload durable (strict with a ``syncfs``):
+        then ``fetch(sync=False)`` and ``sync_all`` may cover many batches at once."""
+        return self._engine.config.durability == "strict" and self._engine.store.fs_sync is not None
+
+    def sync_all(self) -> None:
+        """``syncs_the_file_system``: every payload placed so far durable (``OSError`` if
+        the sync failed; ``forget`` what it was to cover)."""
+        fs_sync = self._engine.store.fs_sync
+        assert fs_sync is not None
+        fs_sync.sync()
+
     def durable_by_caller(self) -> bool:
         """Whether ``fetch(sync=False)`` may leave the sync to the engine's shared
         ``syncfs`` (``Engine.payload_sync``: strict, with a ``syncfs``)."""
@@ -217,14 +233,14 @@ class PayloadFetcher:
             raise ReplicationError(f"the primary's answer lacks {len(wanted)} payloads")
         return out
 
-    def _write(self, ref: PayloadRef, chunks: Iterable[bytes]) -> None:
+    def _write(self, ref: PayloadRef, chunks: Chunks) -> None:
         located = parse_direct_id(ref.payload_id)
         if located is None:
             self._store(ref, chunks)
         else:
             self._store_direct(ref, located, chunks)
 
-    def _store(self, ref: PayloadRef, chunks: Iterable[bytes]) -> None:
+    def _store(self, ref: PayloadRef, chunks: Chunks) -> None:
         store = self._engine.store
         synced = self._each_synced
         staging = store.create_staging(synced=synced)  # hashed as written
@@ -244,9 +260,7 @@ class PayloadFetcher:
         except DigestMismatch:
             raise ReplicationError(f"payload {ref.payload_id} fails its SHA-256") from None
 
-    def _store_direct(
-        self, ref: PayloadRef, located: tuple[str, int, int], chunks: Iterable[bytes]
-    ) -> None:
+    def _store_direct(self, ref: PayloadRef, located: tuple[str, int, int], chunks: Chunks) -> None:
         upload_id, offset, size = located
         writer = self._engine.store.open_direct_part(upload_id, offset, size)
         try:

@@ -13,14 +13,14 @@ Thread-safety: an ``HttpSource`` takes concurrent calls (its ``httpx.Client`` do
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import Protocol
 
 import httpx
 
 from service.archive.refs import PayloadRef
-from service.replication.payloads import PayloadSource, ReplicationError
+from service.replication.payloads import Chunks, PayloadSource, ReplicationError
 from service.replication.wire import (
     HEADER_SNAPSHOT_SEQUENCE,
     NOT_HELD,
@@ -29,9 +29,6 @@ from service.replication.wire import (
     SNAPSHOT_PATH,
     iter_entries,
 )
-
-READ_BYTES = 1 << 20
-"""A streamed payload is written this much at a time."""
 
 
 class PrimarySource(PayloadSource, Protocol):
@@ -64,49 +61,63 @@ class HttpSource:
             sequence = int(answer.headers.get(HEADER_SNAPSHOT_SEQUENCE, "0"))
             yield sequence, (answer.iter_bytes() if sequence else ())
 
-    def payloads(self, group: list[PayloadRef]) -> Iterator[tuple[str, int, Iterable[bytes]]]:
-        """One bulk payloads request (``wire.iter_entries``), streamed."""
+    def payloads(self, group: list[PayloadRef]) -> Iterator[tuple[str, int, Chunks]]:
+        """One bulk payloads request (``wire.iter_entries``), streamed: a payload's bytes go
+        on in the pieces the connection received them in (no copy into windows)."""
         params = {"id": [ref.payload_id for ref in group]}
         with self._client.stream("GET", PAYLOADS_PATH, params=params) as answer:
             if answer.status_code != 200:
                 answer.read()
                 raise ReplicationError(f"payloads: the primary answered {answer.status_code}")
-            reader = _StreamReader(answer.iter_bytes(READ_BYTES))
+            reader = _StreamReader(answer.iter_raw())
             try:
-                for name, size, read in iter_entries(reader.read_exactly):
-                    yield name, size, (_windows(read, size) if size != NOT_HELD else ())
+                for name, size, _ in iter_entries(reader.read_exactly):
+                    yield name, size, (reader.pieces(size) if size != NOT_HELD else ())
             except ValueError as exc:
                 raise ReplicationError(f"the payloads answer is malformed: {exc}") from None
 
 
-def _windows(read: Callable[[int], bytes], size: int) -> Iterator[bytes]:
-    """``size`` bytes of a stream, a window at a time; ``ReplicationError`` if it ends first."""
-    left = size
-    while left > 0:
-        chunk = read(min(READ_BYTES, left))
-        if len(chunk) != min(READ_BYTES, left):
-            raise ReplicationError("the payloads answer ended early")
-        left -= len(chunk)
-        yield chunk
-
-
 class _StreamReader:
-    """Exact reads over an answer's chunks."""
+    """Exact reads over an answer's chunks (an entry's small header), and a payload's bytes
+    as views of the chunks themselves (``pieces``)."""
 
     def __init__(self, chunks: Iterator[bytes]) -> None:
         self._chunks = chunks
-        self._buffer = bytearray()
+        self._view = memoryview(b"")
 
     def read_exactly(self, count: int) -> bytes:
         """``count`` bytes, fewer only at the end of the stream."""
-        while len(self._buffer) < count:
+        if len(self._view) >= count:
+            out = bytes(self._view[:count])
+            self._view = self._view[count:]
+            return out
+        parts = [bytes(self._view)]
+        have = len(parts[0])
+        self._view = memoryview(b"")
+        while have < count:
             chunk = next(self._chunks, None)
             if chunk is None:
                 break
-            self._buffer += chunk
-        out = bytes(self._buffer[:count])
-        del self._buffer[:count]
-        return out
+            take = min(len(chunk), count - have)
+            parts.append(chunk[:take])
+            have += take
+            self._view = memoryview(chunk)[take:]
+        return b"".join(parts)
+
+    def pieces(self, size: int) -> Iterator[bytes | memoryview]:
+        """Exactly ``size`` bytes, in the pieces received; ``ReplicationError`` if the
+        stream ends first. Each piece must be used before the next is asked for."""
+        left = size
+        while left > 0:
+            if not self._view:
+                chunk = next(self._chunks, None)
+                if chunk is None:
+                    raise ReplicationError("the payloads answer ended early")
+                self._view = memoryview(chunk)
+            piece = self._view[:left]
+            self._view = self._view[len(piece) :]
+            left -= len(piece)
+            yield piece
 
 
 def _check(answer: httpx.Response, what: str) -> None:

@@ -300,7 +300,7 @@ async def check_standby(
             encode_snapshot(engine.state) == encode_snapshot(primary.running.state),
             "after following again the standby's state is not the primary's",
         )
-        await _check_payloads(successor, verdict)
+        await check_payloads(successor, verdict)
         await check_files_after_gc(successor, verdict)
     finally:
         await successor.power_cut()
@@ -334,10 +334,10 @@ async def _check_prefix(standby: StandbyMachine, primary: SimMachine, verdict: V
         )
     truth_state, _ = await journal_truth(standby.fs.crash_image("keep_unsynced"), standby.config)
     verdict.problems += index_problems(engine, truth_state)
-    await _check_payloads(standby, verdict)
+    await check_payloads(standby, verdict)
 
 
-async def _check_payloads(standby: StandbyMachine, verdict: Verdict) -> None:
+async def check_payloads(standby: StandbyMachine, verdict: Verdict) -> None:
     """Every version and part the standby holds reads back exactly; none quarantined."""
     engine = standby.running
     verdict.check(not engine.quarantined, f"quarantined on the standby: {engine.quarantined}")
