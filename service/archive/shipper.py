@@ -195,6 +195,9 @@ class Archiver:
         self._on_begun = on_begun
         self._on_advance = on_advance
         self._shipped_snapshots: set[int] = set()
+        self._base = 0
+        """The archive's first snapshot (0: its records start at the first): an older one
+        is not shipped (its payloads are not in the archive)."""
         self.oldest_restorable_ms: int | None = None
         self.last_error: str | None = None
         self._task: asyncio.Task[None] | None = None
@@ -287,6 +290,7 @@ class Archiver:
             self.archived_sequence = await self._ship_base()
             state = await self._run_blocking(read_state, self.target)
         self._shipped_snapshots = {snapshot.sequence for snapshot in state.snapshots}
+        self._base = state.base or 0
         self._note_oldest(state)
         await self._run_blocking(self._write_manifest_and_secret, server_id)
         if self._on_begun is not None:
@@ -343,7 +347,9 @@ class Archiver:
         for sequence, path in await self._run_blocking(
             list_snapshots, self._source.fs, self._source.journal_dir
         ):
-            due = sequence <= self.archived_sequence and sequence not in self._shipped_snapshots
+            # A snapshot older than the archive's base has no payloads here: never shipped.
+            due = self._base <= sequence <= self.archived_sequence
+            due = due and sequence not in self._shipped_snapshots
             if due and await self._run_blocking(self._ship_snapshot_file, sequence, path):
                 shipped = True
         if self._clock() - self._last_prune >= PRUNE_SECONDS:

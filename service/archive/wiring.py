@@ -40,7 +40,7 @@ def make_archiver(engine: Engine, committer: JournalCommitter, spec: str) -> Arc
     async def snapshot_now() -> int:
         await committer.snapshot()
         found = await engine.run_blocking(list_snapshots, engine.fs, journal_dir)
-        return found[-1][0] if found else 0
+        return found[0][0] if found else 0  # newest first
 
     async def durable() -> int:
         journal = committer.journal

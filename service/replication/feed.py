@@ -92,6 +92,13 @@ class Frames:
     """Small payloads the frames reference (``wire.INLINE_MAX_BYTES``), when asked for."""
 
 
+BOOTSTRAP_SNAPSHOT_BEHIND = 1_000
+"""A bootstrap copies from a snapshot at most this many records behind the journal's end:
+a newer one is written first. The payloads of the records after a snapshot come one batch of
+records at a time (a sync and a journal append each) as the standby follows; those of the
+snapshot come in bulk, many requests in flight and a few syncs in all (``bootstrap``)."""
+
+
 class ReplicationFeed:
     """What the primary serves its standbys (module docstring)."""
 
@@ -268,16 +275,19 @@ class ReplicationFeed:
 
     async def newest_snapshot(self) -> tuple[int, ReadableFile | None]:
         """The newest snapshot's sequence and its file, open (so the journal may remove it
-        meanwhile); a primary with records but no snapshot writes one first. ``(0, None)``
-        for an empty journal."""
+        meanwhile). A primary with records but no snapshot, or whose newest snapshot is more
+        than ``BOOTSTRAP_SNAPSHOT_BEHIND`` records behind, writes one first (as a Postgres
+        base backup starts with a checkpoint). ``(0, None)`` for an empty journal."""
         engine = self._engine
         found = await engine.run_blocking(list_snapshots, engine.fs, self._journal_dir)
-        if not found and self._committer.last_sequence() > 0:
+        newest = found[0][0] if found else 0  # newest first
+        last = self._committer.last_sequence()
+        if last > 0 and (not found or last - newest > BOOTSTRAP_SNAPSHOT_BEHIND):
             await self._committer.snapshot()
             found = await engine.run_blocking(list_snapshots, engine.fs, self._journal_dir)
         if not found:
             return 0, None
-        for sequence, path in reversed(found):
+        for sequence, path in found:
             try:
                 return sequence, await engine.run_blocking(engine.fs.open_read, path)
             except FileNotFoundError:

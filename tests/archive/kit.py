@@ -49,7 +49,7 @@ def archive_source(engine: Engine) -> ArchiveSource:
     async def snapshot_now() -> int:
         await committer.snapshot()
         found = list_snapshots(engine.fs, journal_dir)
-        return found[-1][0] if found else 0
+        return found[0][0] if found else 0  # newest first
 
     async def durable() -> int:
         assert committer.journal is not None

@@ -256,3 +256,28 @@ def test_a_flipped_payload_byte_is_found_by_verify_and_refused_by_restore(
     done = run_service("--data-dir", str(restored), "--port", str(free_port()))
     assert done.returncode == 1
     assert_one_line_refusal(done, str(restored), RESTORE_INCOMPLETE, "delete the directory")
+
+
+def test_a_new_archive_starts_at_the_snapshot_it_just_wrote(tmp_path: Path) -> None:
+    """Not at an older one the journal still keeps beside it (``list_snapshots`` is newest
+    first; the base was once taken from the wrong end)."""
+    primary = tmp_path / "primary"
+    target = target_for("directory", tmp_path / "archive")
+
+    async def main() -> int:
+        engine = await started(primary)
+        await buckets.create_bucket(engine, "u_test", {"name": "bkt"})
+        await put(engine, "first", b"one")
+        await committer_of(engine).snapshot()  # an older snapshot, kept beside the next
+        await put(engine, "second", b"two")
+        archiver = Archiver(target, archive_source(engine), engine.run_blocking, 7.0)
+        await archiver.begin()
+        await archiver.ship_once()
+        await archiver.stop()
+        last = committer_of(engine).last_sequence()
+        await engine.stop()
+        return last
+
+    last = asyncio.run(main())
+    shipped = [snapshot.sequence for snapshot in read_state(target).snapshots]
+    assert shipped and shipped[0] == last, shipped

@@ -82,7 +82,7 @@ class SimPrimarySource:
         if not found:
             yield 0, ()
             return
-        sequence, path = found[-1]
+        sequence, path = found[0]  # newest first
         data = read_file(self._primary.fs, path)
         assert data is not None
         half = len(data) // 2

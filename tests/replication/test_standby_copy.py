@@ -7,11 +7,13 @@ the same on both; presigned URLs and share links made on the primary work on the
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
 import pytest
 
+from service.replication.feed import BOOTSTRAP_SNAPSHOT_BEHIND
 from tests.http.videokit import make_clip, play_hls
 from tests.replication.kit import (
     Factory,
@@ -97,3 +99,26 @@ def test_a_stopped_standby_started_without_follow_serves_as_a_primary(
         assert status(new)["role"] == "primary"
         assert new.put("/buckets/handover/objects/b", content=b"new").is_success
         assert new.get("/buckets/handover/objects/a").content == b"from the primary"
+
+
+def test_a_bootstrap_copies_from_a_fresh_snapshot_when_the_newest_is_far_behind(
+    server_factory: Factory,
+) -> None:
+    """A base backup starts with a checkpoint: a standby's bootstrap copies everything in
+    bulk from a snapshot the primary writes for it, rather than following a long tail of
+    records one batch at a time (``feed.BOOTSTRAP_SNAPSHOT_BEHIND``)."""
+    primary = server_factory()
+    with primary.client() as api:
+        assert api.post("/buckets", json={"name": "bkt"}).status_code == 201
+        primary.stop()  # a clean stop writes a snapshot at its last record
+        primary.start()
+        behind = BOOTSTRAP_SNAPSHOT_BEHIND + 5
+        for n in range(behind):
+            assert api.put(f"/buckets/bkt/objects/k{n}", content=b"%d" % n).is_success
+        last = status(api)["last_sequence"]
+        standby = start_standby(server_factory, primary)
+        copied = re.findall(r"bootstrapped at record (\d+): (\d+) payloads", standby.logs())
+        assert copied == [(str(last), str(behind))], standby.logs()[-2000:]
+        with standby.client() as copy:
+            wait_caught_up(api, copy)
+            assert everything(copy) == everything(api)
