@@ -34,6 +34,7 @@ from service.replication.wire import (
     HEADER_STANDBY_ID,
     HEADER_STANDBY_LAG_BYTES,
     HEADER_STANDBY_URL,
+    INLINE_MAX_BYTES,
     NOT_HELD,
     pack_entry_header,
     pack_inline,
@@ -173,16 +174,19 @@ class BulkPayloadFeedHandler(_FeedHandler):
                 raise ApiError("InvalidArgument", f"not a payload id: {payload_id[:80]}")
         engine = self.ctx.engine
         quarantined = set(engine.quarantined)
-        sizes = await engine.run_blocking(_held_sizes, engine, ids, quarantined)
+        found = await engine.run_blocking(_look_up, engine, ids, quarantined)
+        sizes = [size for size, _ in found]
         headers = [pack_entry_header(each, size) for each, size in zip(ids, sizes, strict=True)]
         length = sum(map(len, headers)) + sum(size for size in sizes if size != NOT_HELD)
         self.set_header("Content-Type", OCTETS)
         self.set_header("Content-Length", str(length))
-        for payload_id, header, size in zip(ids, headers, sizes, strict=True):
+        for payload_id, header, (size, data) in zip(ids, headers, found, strict=True):
             self.write(header)
-            if size != NOT_HELD:
+            if data is not None:
+                self.write(data)  # a small one, read with the look-up
+            elif size != NOT_HELD:
                 await self._send_body(payload_id, size)
-                self.bytes_out += size
+            self.bytes_out += max(size, 0)
         self.finish()
 
     async def _send_body(self, payload_id: str, size: int) -> None:
@@ -223,23 +227,40 @@ class BulkPayloadFeedHandler(_FeedHandler):
             await engine.run_blocking(source.close)
 
 
-def _held_sizes(engine: Engine, ids: list[str], quarantined: set[str]) -> list[int]:
-    """Each payload's size here, ``NOT_HELD`` for one not held (or quarantined)."""
-    sizes = []
+def _look_up(
+    engine: Engine, ids: list[str], quarantined: set[str]
+) -> list[tuple[int, bytes | None]]:
+    """Each payload's size here (``NOT_HELD`` for one not held, or quarantined), with the
+    bytes of a small one (``INLINE_MAX_BYTES`` at most: read now, in this one executor job,
+    instead of a file sent on its own)."""
+    found: list[tuple[int, bytes | None]] = []
     for payload_id in ids:
         located = parse_direct_id(payload_id)
         if payload_id in quarantined:
-            sizes.append(NOT_HELD)
-        elif located is not None:
-            upload_id, _, size = located
-            held = engine.fs.exists(engine.store.direct_file(upload_id))
-            sizes.append(size if held else NOT_HELD)
-        else:
-            try:
-                sizes.append(engine.fs.stat(engine.store.layout.payload_path(payload_id)).size)
-            except FileNotFoundError:
-                sizes.append(NOT_HELD)
-    return sizes
+            found.append((NOT_HELD, None))
+            continue
+        try:
+            if located is not None:
+                upload_id, offset, size = located
+                path = engine.store.direct_file(upload_id)
+                small = size <= INLINE_MAX_BYTES
+                data = _read_whole_region(engine.fs, path, offset, size) if small else None
+                if data is None and not engine.fs.exists(path):
+                    raise FileNotFoundError(path)
+            else:
+                source = engine.store.open_payload(payload_id)
+                try:
+                    size = source.size()
+                    data = source.read(size) if size <= INLINE_MAX_BYTES else None
+                finally:
+                    source.close()
+                if data is not None and len(data) != size:
+                    raise EOFError(payload_id)
+        except (FileNotFoundError, EOFError):
+            found.append((NOT_HELD, None))
+            continue
+        found.append((size, data))
+    return found
 
 
 def _read_whole_region(fs: FileSystem, path: str, offset: int, size: int) -> bytes:
