@@ -59,6 +59,22 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         )
 
 
+LONG_FIRST = (
+    "tests/crash/test_kill_restart.py",
+    "tests/crash/test_crash_matrix.py",
+    "tests/crash/test_standby_matrix.py",
+    "tests/crash/test_restore_matrix.py",
+    "tests/openapi/test_schemathesis.py",
+)
+"""The suite's longest files (tens of seconds to minutes per test), run first: xdist hands
+each worker its first tests in collection order, so a long test collected late became the
+run's tail, with the other workers idle (``make test`` has a 20-minute budget)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not item.nodeid.startswith(LONG_FIRST))  # stable otherwise
+
+
 def pytest_configure(config: pytest.Config) -> None:
     _processes.install()  # in each xdist worker too: each checks what its own tests started
 

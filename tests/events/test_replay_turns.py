@@ -25,7 +25,8 @@ import pytest
 from tests.events.streamkit import start_servers
 from tests.serverproc import ServerProcess
 
-BACKLOG = 6_000
+BACKLOG = 3_000
+"""Three event-log segments of 1,000 (from files); 12 slices of 256 for each stream."""
 STREAMS = 40
 READ_BYTES = 1 << 20
 
