@@ -149,3 +149,33 @@ def test_a_standby_never_follows_a_primary_of_an_older_epoch(server_factory: Fac
         wait_refused(third, "older than this server's epoch 2")
         with third.client() as other:
             assert "a standby never follows an older epoch" in str(status(other)["last_error"])
+
+
+def test_every_serving_process_of_a_promoted_standby_takes_writes(
+    server_factory: Factory,
+) -> None:
+    """Two serving processes on each side (the default on two cores): the promotion reaches
+    the worker too. Each PUT goes on a new connection, which the kernel hands to either
+    process; none is refused as a standby's."""
+    primary = server_factory(SERVICE_WORKERS="2")
+    with primary.client() as api:
+        assert api.post("/buckets", json={"name": "bkt"}).status_code == 201
+        standby = start_standby(server_factory, primary, SERVICE_WORKERS="2")
+        with standby.client() as copy:
+            wait_caught_up(api, copy)
+    primary.kill()
+    promoted = promote(standby)
+    assert promoted["role"] == "primary" and promoted["epoch"] == 2, promoted
+    bodies = {f"k{n}": os.urandom(100 + n) for n in range(24)}
+    answered_by = set()
+    for key, body in bodies.items():
+        with standby.client() as fresh:  # a new connection each
+            put = fresh.put(f"/buckets/bkt/objects/{key}", content=body)
+            assert put.status_code == 200, put.text
+            answered_by.add(put.headers["X-Request-Id"][:8])  # a prefix per process
+    assert len(answered_by) == 2, answered_by
+    for key, body in bodies.items():
+        with standby.client() as fresh:
+            assert fresh.get(f"/buckets/bkt/objects/{key}").content == body
+    with standby.client() as copy:
+        assert status(copy)["role"] == "primary"
