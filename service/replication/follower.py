@@ -264,7 +264,6 @@ class Follower:
         self.fetched_payloads += fetched.payloads
         self.fetched_bytes += fetched.bytes
         self.durable_sequence = batch[-1].sequence
-        self.last_error = None  # applied: whatever stopped an earlier attempt is past
         self.applied_records += len(batch)
         self.pending_bytes = 0
         if self.applied_sequence >= self.primary_sequence:

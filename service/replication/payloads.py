@@ -202,10 +202,8 @@ class PayloadFetcher:
     def _sync(self, placed: list[str]) -> None:
         if not placed or self._each_synced:
             return  # each file and its directory fsynced as it was placed
-        store = self._engine.store
         if self._engine.config.durability == "strict":
-            assert store.fs_sync is not None
-            store.fs_sync.sync()  # the whole batch's files and renames durable at once
+            self.sync_all()  # the whole batch's files and renames durable at once
         else:
             # Balanced: the payloads must be on disk before a record may name them here.
             self._engine.integrity.sync_payloads(placed)

@@ -71,7 +71,7 @@ class HttpSource:
                 raise ReplicationError(f"payloads: the primary answered {answer.status_code}")
             reader = _StreamReader(answer.iter_raw())
             try:
-                for name, size, _ in iter_entries(reader.read_exactly):
+                for name, size in iter_entries(reader.read_exactly):
                     yield name, size, (reader.pieces(size) if size != NOT_HELD else ())
             except ValueError as exc:
                 raise ReplicationError(f"the payloads answer is malformed: {exc}") from None

@@ -100,17 +100,16 @@ def unpack_inline(data: bytes) -> dict[str, bytes]:
     {'a': b'xy', 'b': b''}
     """
     out: dict[str, bytes] = {}
-    for name, size, read in iter_entries(_Cursor(data).read):
+    read = _Cursor(data).read
+    for name, size in iter_entries(read):
         out[name] = read(size) if size > 0 else b""
     return out
 
 
-def iter_entries(
-    read_exactly: Callable[[int], bytes],
-) -> Iterator[tuple[str, int, Callable[[int], bytes]]]:
+def iter_entries(read_exactly: Callable[[int], bytes]) -> Iterator[tuple[str, int]]:
     """The entries of a stream (``read_exactly(n)``: n bytes, fewer only at its end): each
-    id, size and ``read_exactly``, whose caller must take exactly ``size`` bytes (when held)
-    before the next entry. ``ValueError`` for a truncated or malformed stream."""
+    id and size; the caller takes exactly ``size`` bytes of the stream (when held) before
+    the next entry. ``ValueError`` for a truncated or malformed stream."""
     while header := read_exactly(_ENTRY.size):
         if len(header) != _ENTRY.size:
             raise ValueError("a payload entry is cut short")
@@ -118,7 +117,7 @@ def iter_entries(
         name = read_exactly(length)
         if len(name) != length or size < NOT_HELD:
             raise ValueError("a payload entry is malformed")
-        yield name.decode("ascii"), size, read_exactly
+        yield name.decode("ascii"), size
 
 
 class _Cursor:
