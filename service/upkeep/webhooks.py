@@ -66,6 +66,13 @@ FIRST_RETRY_SECONDS = 1.0
 PAGE = 100
 IDLE_WAIT_SECONDS = 5.0
 MAX_ERROR_CHARS = 200
+STOP_GRACE_SECONDS = 2.0
+"""How long a stop waits for POSTs already sent: a receiver that has an event and answers
+in time is recorded as acknowledged, not sent again after the restart."""
+
+
+class _Stopped(Exception):
+    """The dispatcher is stopping: the worker ends after the POST it had in flight."""
 
 
 @dataclass(slots=True)
@@ -120,6 +127,8 @@ class WebhookDispatcher:
         self._client: httpx.AsyncClient | None = None
         self._targets = TargetPolicy.parse(config.webhook_allowed_networks)
         self._tasks: list[asyncio.Task[None]] = []
+        self._posting: set[asyncio.Task[Any]] = set()
+        self._stopping = False
         self.delivered_total = 0
         self.failures_total = 0
 
@@ -187,9 +196,18 @@ class WebhookDispatcher:
         self._tasks.append(asyncio.create_task(self._housekeeping()))
 
     async def stop(self) -> None:
+        """Stop the workers: idle ones at once, one with a POST in flight once its receiver
+        answers (at most ``STOP_GRACE_SECONDS``), so that an event the receiver has is
+        recorded as delivered before the last checkpoint; then write that checkpoint."""
+        self._stopping = True
         for task in self._tasks:
             task.cancel()
         workers = [task for _, _, task in self._workers.values()]
+        for task in workers:
+            if task not in self._posting:
+                task.cancel()
+        if self._posting:
+            await asyncio.wait(set(self._posting), timeout=STOP_GRACE_SECONDS)
         for task in workers:
             task.cancel()
         await asyncio.gather(*self._tasks, *workers, return_exceptions=True)
@@ -243,23 +261,26 @@ class WebhookDispatcher:
 
     async def _run(self, hook: Webhook, scope: BucketScope, progress: Progress) -> None:
         await self._count_pending(hook, scope, progress)
-        while True:
-            if not await self.deliver_page(hook, scope, progress):
-                await self._engine.events.wait(progress.cursor, IDLE_WAIT_SECONDS)
+        with contextlib.suppress(_Stopped):
+            while not self._stopping:
+                if not await self.deliver_page(hook, scope, progress):
+                    await self._engine.events.wait(progress.cursor, IDLE_WAIT_SECONDS)
 
     async def deliver_page(
         self, hook: Webhook, scope: BucketScope, progress: Progress, limit: int = PAGE
-    ) -> int:
+    ) -> bool:
         """Deliver the next page of the webhook's events after its cursor (each until it is
-        acknowledged) and move the cursor past them; how many events the page held (1 for
-        an expired stretch skipped, so the caller reads on at once)."""
+        acknowledged) and move the cursor past them; whether the cursor moved (then the
+        caller reads on at once: a page can hold no event of this bucket and still cover
+        sequences, or be an expired stretch skipped)."""
+        start = progress.cursor
         try:
             items, through = await self._engine.events.read(
                 progress.cursor, self._engine.executor, scope, limit
             )
         except LookupError:
             self._skip_expired(hook, scope, progress)
-            return 1
+            return True
         for item in items:
             if hook.wants(item.type, item.key):
                 await self._deliver(hook, progress, item)
@@ -269,7 +290,7 @@ class WebhookDispatcher:
         if through > progress.cursor:
             progress.cursor = through
             self._mark()
-        return len(items)
+        return progress.cursor > start
 
     async def _count_pending(self, hook: Webhook, scope: BucketScope, progress: Progress) -> None:
         """Count the wanted events after the cursor (read in pages; never all in memory),
@@ -320,7 +341,9 @@ class WebhookDispatcher:
         }
         delay = min(FIRST_RETRY_SECONDS, self._config.webhook_max_backoff)
         while True:
-            error = await self._post(hook.url, body, headers)
+            if self._stopping:
+                raise _Stopped
+            error = await self._post_tracked(hook.url, body, headers)
             if error is None:
                 progress.delivered += 1
                 progress.last_delivered_at = progress.last_progress_at = time.time()
@@ -331,8 +354,20 @@ class WebhookDispatcher:
             progress.last_error = error[:MAX_ERROR_CHARS]
             self.failures_total += 1
             self._mark()
+            if self._stopping:
+                raise _Stopped
             await asyncio.sleep(delay)
             delay = min(delay * 2, self._config.webhook_max_backoff)
+
+    async def _post_tracked(self, url: str, body: bytes, headers: dict[str, str]) -> str | None:
+        """``_post``, with the worker known as one a stop waits for until it answers."""
+        worker = asyncio.current_task()
+        assert worker is not None
+        self._posting.add(worker)
+        try:
+            return await self._post(url, body, headers)
+        finally:
+            self._posting.discard(worker)
 
     async def _post(self, url: str, body: bytes, headers: dict[str, str]) -> str | None:
         """None when the receiver acknowledged, else what went wrong (never raises)."""

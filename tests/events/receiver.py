@@ -1,7 +1,9 @@
 """A small local HTTP server that receives webhook deliveries, for the tests.
 
 It records every POST it acknowledges (headers and body), and answers 500 to the first
-``fail_first`` attempts, so tests can check retries, order and signatures.
+``fail_first`` attempts, so tests can check retries, order and signatures. With
+``answer_delay`` it answers that many seconds after recording a delivery (a slow receiver:
+the sender has the event in flight meanwhile).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import hashlib
 import hmac
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -41,6 +44,7 @@ class Delivery:
 @dataclass
 class Receiver:
     fail_first: int = 0
+    answer_delay: float = 0.0
     attempts: int = 0
     deliveries: list[Delivery] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -68,6 +72,7 @@ class Receiver:
                                 body,
                             )
                         )
+                time.sleep(receiver.answer_delay)
                 self.send_response(500 if failing else 204)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

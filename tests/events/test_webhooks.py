@@ -197,3 +197,28 @@ def test_no_event_is_lost_across_sigkills(server_factory: Callable[..., ServerPr
     assert [d.event["key"] for d in firsts] == acknowledged
     for delivery in got:
         assert delivery.signed_with(SECRET)
+
+
+def test_a_stop_waits_for_the_delivery_in_flight(
+    server_factory: Callable[..., ServerProcess],
+) -> None:
+    """A receiver that has the event and answers while the server stops is recorded as
+    delivered: the restarted server does not send the event again."""
+    proc = server_factory(**FAST)
+    with Receiver(answer_delay=0.5) as receiver:
+        with proc.client() as api:
+            assert api.post("/buckets", json={"name": "inflight"}).status_code == 201
+            body = {"webhooks": [hook(receiver.url)]}
+            assert api.put("/buckets/inflight/notifications", json=body).status_code == 200
+            assert api.put(obj("inflight", "one"), content=b"v").status_code == 200
+        wait_for(lambda: len(receiver.received()) == 1)
+        proc.stop()
+        proc.start()
+        with proc.client() as api:
+            assert api.put(obj("inflight", "two"), content=b"v").status_code == 200
+            wait_for(lambda: len(receiver.received()) >= 2)
+            time.sleep(1.0)  # a repeat of "one" would have come first, before "two"
+            status = api.get("/buckets/inflight/notifications").json()["webhooks"][0]["status"]
+        keys = [d.event["key"] for d in receiver.received()]
+    assert keys == ["one", "two"]
+    assert status["delivered"] == 2
