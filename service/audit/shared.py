@@ -59,7 +59,7 @@ from typing import Any, TypeVar
 from fsseam import crashpoints
 from fsseam.durable import make_dirs_durably
 from fsseam.fs import FileSystem, ReadableFile, SharedLock, WritableFile
-from service.audit.record import canonical, seal
+from service.audit.record import Prepared, canonical, prepare, seal_prepared
 from service.audit.segments import Tail, find_tail, segment_name
 from service.common.timefmt import now_ms, rfc3339_ms
 
@@ -260,11 +260,14 @@ class SharedChain:
         """Seal ``batch`` as the chain's next records and write them (with ``sync``, fsync
         before returning); the sequence of the first of them."""
         assert self._lock is not None and self._stopped is not None, "open first"
+        prepared = [prepare(fields) for fields in batch]  # before the lock: others wait less
         self._lock.acquire()
         try:
             head, tail = self._current()
             try:
-                return self._write_locked(head, tail, batch, sync=sync, roll_bytes=roll_bytes)
+                return self._write_locked(
+                    head, tail, batch, prepared, sync=sync, roll_bytes=roll_bytes
+                )
             except Exception:
                 # Before the lock goes: no process appends after lines that may be lost.
                 self._stopped.try_acquire()
@@ -277,27 +280,30 @@ class SharedChain:
         head: Head,
         tail: Tail | None,
         batch: list[dict[str, Any]],
+        prepared: list[Prepared],
         *,
         sync: bool,
         roll_bytes: int,
     ) -> int:
-        items = batch
+        first = batch[0]
+        items = prepared
         if tail is not None and tail.cut_lines:
             log.error(
                 "cut %d bytes (%d lines) off the audit log's end, kept aside as .broken",
                 tail.cut_bytes,
                 tail.cut_lines,
             )
-            items = [cut_record(tail.cut_bytes), *batch]
-        day = str(items[0].get("time", ""))[:10]
+            first = cut_record(tail.cut_bytes)
+            items = [prepare(first), *prepared]
+        day = str(first.get("time", ""))[:10]
         if head.segment is None or head.size >= roll_bytes or (day != head.day and head.size):
             head = self._roll(head, day, sync=sync)
         out = self._segment_for(head, sync=sync)
         lines, prev, sequence = [], head.prev, head.next
-        for fields in items:
-            record, line = seal(fields, sequence, prev)
+        for item in items:
+            prev, line = seal_prepared(item, sequence, prev)
             lines.append(line)
-            prev, sequence = record["hash"], sequence + 1
+            sequence += 1
         data = b"".join(lines)
         if crashpoints.installed() and len(data) > 1:
             # Two writes, so a crash test can stop the process between them: a torn line.

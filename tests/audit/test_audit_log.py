@@ -75,10 +75,12 @@ def lines(root: Path) -> list[bytes]:
 def test_a_chain_checks_out_and_every_edit_breaks_it() -> None:
     records, prev = [], GENESIS
     for index in range(1, 6):
-        record, line = seal(fields(index), index, prev)
-        assert parse_line(line) == record
+        hash_hex, line = seal(fields(index), index, prev)
+        record = parse_line(line)
+        assert record is not None and record["hash"] == hash_hex
+        assert {**fields(index), "sequence": index, "prev": prev, "hash": hash_hex} == record
         records.append(record)
-        prev = record["hash"]
+        prev = hash_hex
     assert ChainChecker(1, GENESIS).feed_all(records).ok
     edited = [dict(r) for r in records]
     edited[2]["status"] = 201
