@@ -41,7 +41,7 @@ from concurrent.futures import Executor
 from typing import Any, TypeVar
 
 from fsseam.fs import FileSystem
-from service.audit.record import ChainChecker, Verification, parse_line
+from service.audit.record import ChainChecker, Prepared, Verification, parse_line, prepare
 from service.audit.segments import (
     AUDIT_DIRNAME,
     Anchor,
@@ -84,8 +84,9 @@ class AuditUnavailableError(ApiError):
         )
 
 
-_Entry = tuple[dict[str, Any], "asyncio.Future[int] | None"]
-"""A queued record's fields, and the future of a strict append awaiting the write."""
+_Entry = tuple[Prepared, str, "asyncio.Future[int] | None"]
+"""A queued record (prepared on the event loop), its UTC day, and the future of a strict
+append awaiting the write."""
 
 
 class AuditLog:
@@ -182,7 +183,9 @@ class AuditLog:
             # At the end of this loop iteration: the requests answered in it queue theirs
             # first, so they share one write and one fsync.
             loop.call_soon(self._hand_over)
-        queued.append((fields, future))
+        # Prepared here, not on the log's thread: Python work there competes for the GIL
+        # with the busy event loop, and cost several times its own time per record.
+        queued.append((prepare(fields), str(fields.get("time", ""))[:10], future))
         return future
 
     def _hand_over(self) -> None:
@@ -200,7 +203,10 @@ class AuditLog:
         assert writer is not None
         try:
             first = writer.write(
-                [fields for fields, _ in batch], sync=self._strict, roll_bytes=self._segment_bytes
+                [prepared for prepared, _, _ in batch],
+                batch[0][1],
+                sync=self._strict,
+                roll_bytes=self._segment_bytes,
             )
         except Exception as exc:
             self._failure = exc
@@ -210,7 +216,7 @@ class AuditLog:
 
     def _settle(self, batch: list[_Entry], first: int) -> None:
         """Resolve the waiting appends of a written batch (on the event loop)."""
-        for index, (_, waiter) in enumerate(batch):
+        for index, (_, _, waiter) in enumerate(batch):
             if waiter is None or waiter.done():
                 continue
             if first < 0:

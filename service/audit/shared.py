@@ -256,18 +256,16 @@ class SharedChain:
 
     # -- appending -----------------------------------------------------------------------------
 
-    def write(self, batch: list[dict[str, Any]], *, sync: bool, roll_bytes: int) -> int:
-        """Seal ``batch`` as the chain's next records and write them (with ``sync``, fsync
-        before returning); the sequence of the first of them."""
+    def write(self, batch: list[Prepared], day: str, *, sync: bool, roll_bytes: int) -> int:
+        """Seal ``batch`` (whose first record is of the UTC ``day``) as the chain's next
+        records and write them (with ``sync``, fsync before returning); the sequence of the
+        first of them."""
         assert self._lock is not None and self._stopped is not None, "open first"
-        prepared = [prepare(fields) for fields in batch]  # before the lock: others wait less
         self._lock.acquire()
         try:
             head, tail = self._current()
             try:
-                return self._write_locked(
-                    head, tail, batch, prepared, sync=sync, roll_bytes=roll_bytes
-                )
+                return self._write_locked(head, tail, batch, day, sync=sync, roll_bytes=roll_bytes)
             except Exception:
                 # Before the lock goes: no process appends after lines that may be lost.
                 self._stopped.try_acquire()
@@ -279,23 +277,22 @@ class SharedChain:
         self,
         head: Head,
         tail: Tail | None,
-        batch: list[dict[str, Any]],
-        prepared: list[Prepared],
+        batch: list[Prepared],
+        day: str,
         *,
         sync: bool,
         roll_bytes: int,
     ) -> int:
-        first = batch[0]
-        items = prepared
+        items = batch
         if tail is not None and tail.cut_lines:
             log.error(
                 "cut %d bytes (%d lines) off the audit log's end, kept aside as .broken",
                 tail.cut_bytes,
                 tail.cut_lines,
             )
-            first = cut_record(tail.cut_bytes)
-            items = [prepare(first), *prepared]
-        day = str(first.get("time", ""))[:10]
+            cut = cut_record(tail.cut_bytes)
+            items = [prepare(cut), *batch]
+            day = str(cut["time"])[:10]
         if head.segment is None or head.size >= roll_bytes or (day != head.day and head.size):
             head = self._roll(head, day, sync=sync)
         out = self._segment_for(head, sync=sync)
