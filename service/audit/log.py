@@ -10,7 +10,8 @@ and the thread takes the next batch as soon as one is on disk (batches are writt
 order; a batch is sealed under the lock, so this process's records keep the order of its
 calls). Strict: the caller awaits the future ``append`` returns, which resolves once its
 record is on disk, and only then answers its request. Balanced: the lines go to the OS
-soon, without an fsync.
+soon (gathered for ``BALANCED_GATHER_SECONDS``, so that a batch carries many), without an
+fsync.
 
 A failed write or fsync is fail-stop, as the journal's: the records of that batch and every
 later ``append`` raise ``AuditUnavailableError`` (503) until a restart, which cuts any torn
@@ -69,6 +70,8 @@ FIRST_LINE_BYTES = 64 * 1024
 MAX_PAGE = 1000
 """The most records one page of ``GET /system/audit`` holds."""
 DEFAULT_PAGE = 100
+BALANCED_GATHER_SECONDS = 0.01
+"""How long balanced durability gathers records before handing them to the log's thread."""
 MAX_SEQUENCE = 10**18 - 1
 """The largest ``since`` a page accepts."""
 
@@ -180,9 +183,14 @@ class AuditLog:
         queued = self._queued
         if queued is None:
             queued = self._queued = []
-            # At the end of this loop iteration: the requests answered in it queue theirs
-            # first, so they share one write and one fsync.
-            loop.call_soon(self._hand_over)
+            if self._strict:
+                # At the end of this loop iteration: the requests answered in it queue
+                # theirs first, so they share one write and one fsync.
+                loop.call_soon(self._hand_over)
+            else:
+                # No one waits: gather for a few milliseconds, so that a batch's fixed cost
+                # (the lock, the head, the write) is shared by many records.
+                loop.call_later(BALANCED_GATHER_SECONDS, self._hand_over)
         # Prepared here, not on the log's thread: Python work there competes for the GIL
         # with the busy event loop, and cost several times its own time per record.
         queued.append((prepare(fields), str(fields.get("time", ""))[:10], future))
@@ -281,7 +289,9 @@ class AuditLog:
         self, since: int, limit: int, bucket: str | None, user_id: str | None
     ) -> tuple[list[dict[str, Any]], int | None]:
         """Records after ``since`` (at most ``limit``), filtered; and the sequence to go on
-        after, or None when the end of the log was reached."""
+        after, or None when the end of the log was reached. This process's records
+        gathered so far are written first (a reader sees its own requests)."""
+        await self.flush()
         return await self._on_reader(
             read_page, self.fs, self.directory, self._secret, since, limit, bucket, user_id
         )
