@@ -116,6 +116,8 @@ class AuditLog:
         self._thread = GroupCommitThread(self._write_batch, self._settle, name="audit")
         self._readers = readers
         self._writer: SharedChain | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop ``open`` ran on, where records are appended."""
         self._queued: list[_Entry] | None = None
         """This loop iteration's records, handed to the thread at its end."""
         self._failure: BaseException | None = None
@@ -147,6 +149,9 @@ class AuditLog:
         writer = SharedChain(self.fs, self.directory, self._secret)
         tail: Tail = await self._on_thread(writer.open)
         self._writer = writer
+        # Kept, not looked up per record: ``asyncio.get_running_loop`` is a system call
+        # (``getpid``) each time.
+        self._loop = asyncio.get_running_loop()
         if tail.cut_lines:
             log.error(
                 "cut %d bytes (%d lines) off the audit log's end, kept aside as .broken: the "
@@ -173,11 +178,11 @@ class AuditLog:
         """Queue ``fields`` as a record of this process's next batch (sealed when the batch
         is written, under the chain's lock); strict: a future resolved with its sequence
         once it is on disk (``AuditUnavailableError`` if it cannot be)."""
-        if self._failure is not None or self._writer is None or self._closed:
+        loop = self._loop
+        if self._failure is not None or loop is None or self._closed:
             raise AuditUnavailableError()  # closed: a request that outlived the stop's grace
         self.appended += 1
         future: asyncio.Future[int] | None = None
-        loop = asyncio.get_running_loop()
         if self._strict:
             future = loop.create_future()
         queued = self._queued
@@ -198,8 +203,8 @@ class AuditLog:
 
     def _hand_over(self) -> None:
         queued, self._queued = self._queued, None
-        if queued:
-            self._thread.hand_over(queued)
+        if queued and self._loop is not None:
+            self._thread.hand_over(queued, self._loop)
 
     def _write_batch(self, batch: list[_Entry]) -> int | None:
         """Write a batch (on the log's thread): the first record's sequence; -1 when it

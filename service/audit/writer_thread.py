@@ -108,9 +108,10 @@ class GroupCommitThread(Generic[R]):
         )
         self._thread.start()
 
-    def hand_over(self, records: list[Any]) -> None:
-        """Queue a group of records for the next batch (event-loop thread)."""
-        self._loop = asyncio.get_running_loop()
+    def hand_over(self, records: list[Any], loop: asyncio.AbstractEventLoop) -> None:
+        """Queue a group of records for the next batch (on ``loop``'s thread, which the
+        caller names: ``asyncio.get_running_loop`` costs a system call, ``getpid``)."""
+        self._loop = loop
         self._put(records)
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:

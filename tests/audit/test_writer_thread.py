@@ -51,10 +51,10 @@ def test_groups_handed_over_during_a_write_become_one_batch() -> None:
         recorder = Recorder()
         thread = GroupCommitThread(recorder.write, recorder.settle, name="test-audit")
         recorder.hold.clear()
-        thread.hand_over([1])
+        thread.hand_over([1], asyncio.get_running_loop())
         await asyncio.get_running_loop().run_in_executor(None, recorder.writing.wait)
-        thread.hand_over([2, 3])
-        thread.hand_over([4])
+        thread.hand_over([2, 3], asyncio.get_running_loop())
+        thread.hand_over([4], asyncio.get_running_loop())
         recorder.hold.set()
         await until(lambda: len(recorder.settled) == 2)
         thread.shutdown()
@@ -69,9 +69,9 @@ def test_a_job_runs_after_the_records_handed_over_before_it() -> None:
     async def scenario() -> tuple[Recorder, list[int]]:
         recorder = Recorder()
         thread = GroupCommitThread(recorder.write, recorder.settle, name="test-audit")
-        thread.hand_over([1, 2])
+        thread.hand_over([1, 2], asyncio.get_running_loop())
         written = await thread.run(lambda: len(recorder.batches))
-        thread.hand_over([3])
+        thread.hand_over([3], asyncio.get_running_loop())
         again = await thread.run(lambda: len(recorder.batches))
         thread.shutdown()
         return recorder, [written, again]
@@ -85,7 +85,7 @@ def test_no_settle_when_no_one_waits_and_a_job_raises_to_its_caller() -> None:
     async def scenario() -> Recorder:
         recorder = Recorder()
         thread = GroupCommitThread(recorder.write, recorder.settle, name="test-audit")
-        thread.hand_over(["quiet"])
+        thread.hand_over(["quiet"], asyncio.get_running_loop())
 
         def broken() -> None:
             raise OSError("no space")
@@ -105,12 +105,12 @@ def test_after_shutdown_the_thread_ends_and_takes_nothing() -> None:
     async def scenario() -> None:
         recorder = Recorder()
         thread = GroupCommitThread(recorder.write, recorder.settle, name="test-audit")
-        thread.hand_over([1])
+        thread.hand_over([1], asyncio.get_running_loop())
         thread.shutdown(wait=True)
         assert recorder.batches == [[1]]  # what was handed over before is done first
         assert not any(t.name == "test-audit" for t in threading.enumerate())
         with pytest.raises(RuntimeError):
-            thread.hand_over([2])
+            thread.hand_over([2], asyncio.get_running_loop())
         with pytest.raises(RuntimeError):
             await thread.run(lambda: None)
 
@@ -121,7 +121,7 @@ def test_a_thread_whose_owner_is_dropped_ends() -> None:
     async def scenario() -> threading.Thread:
         recorder = Recorder()
         owner = GroupCommitThread(recorder.write, recorder.settle, name="test-audit-dropped")
-        owner.hand_over([1])
+        owner.hand_over([1], asyncio.get_running_loop())
         await owner.run(lambda: None)
         thread = owner._thread
         del owner  # no shutdown: what a simulated crash leaves
