@@ -22,6 +22,7 @@ import base64
 import json
 import os
 import random
+import secrets
 import select
 import shutil
 import socket
@@ -177,7 +178,9 @@ class LoadSpec:
     body_bytes: int = 0
     """A PUT body of this many bytes, the same for every request."""
     unique_paths: bool = False
-    """Append ``-<worker>-<n>`` to the path so every request names a new key."""
+    """Append ``-<run>-<worker>-<n>`` to the path so every request names a new key: ``run``
+    is new for every load applied, so a repeated round writes new keys too (an overwrite
+    also removes the old object: not the fresh-key PUT a row names)."""
     query: str = ""
     """Appended after the path (and its unique suffix): ``?fsync=true``."""
     range_span: int = 0
@@ -223,7 +226,7 @@ def _lua_string(text: str) -> str:
 
 
 _WRK_SCRIPT = """
-local method, base, query = {method}, {path}, {query}
+local method, base, query, run = {method}, {path}, {query}, {run}
 local base_headers = {{ {headers} }}
 local body_bytes, unique = {body_bytes}, {unique}
 local range_span, range_length = {range_span}, {range_length}
@@ -244,7 +247,7 @@ end
 function request()
   counter = counter + 1
   local path = base
-  if unique then path = base .. "-" .. id .. "-" .. counter end
+  if unique then path = base .. "-" .. run .. "-" .. id .. "-" .. counter end
   path = path .. query
   local headers = {{}}
   for name, value in pairs(base_headers) do headers[name] = value end
@@ -278,6 +281,7 @@ def _run_wrk(spec: LoadSpec) -> LoadResult:
         headers=headers,
         body_bytes=spec.body_bytes,
         unique="true" if spec.unique_paths else "false",
+        run=_lua_string(secrets.token_hex(4)),
         range_span=spec.range_span,
         range_length=spec.range_length,
     )
@@ -325,6 +329,7 @@ def _run_wrk(spec: LoadSpec) -> LoadResult:
 def _run_python(spec: LoadSpec) -> LoadResult:
     """Thread-per-connection stand-in for wrk: same requests, far less load per core."""
     body = b"b" * spec.body_bytes
+    run = secrets.token_hex(4)
     deadline = time.monotonic() + spec.seconds
     latencies: list[float] = []
     errors = [0]
@@ -338,7 +343,9 @@ def _run_python(spec: LoadSpec) -> LoadResult:
         with HttpConnection(spec.port, timeout=30.0) as connection:
             while time.monotonic() < deadline:
                 counter += 1
-                path = f"{spec.path}-{worker_id}-{counter}" if spec.unique_paths else spec.path
+                path = (
+                    f"{spec.path}-{run}-{worker_id}-{counter}" if spec.unique_paths else spec.path
+                )
                 path += spec.query
                 headers = dict(spec.headers)
                 if spec.range_span:
