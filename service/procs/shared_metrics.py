@@ -14,8 +14,8 @@ here like the rest of this module's work outside the file-system seam (metric va
 process facts from ``/proc``, never data).
 
 Thread-safety: ``prepare`` and ``forget`` run in the supervisor, ``enable`` in a forked child
-before any metric exists; ``requests_per_process`` and ``is_sibling`` are blocking (an
-executor or a script).
+before any metric exists; ``process_identifier`` anywhere; ``requests_per_process`` and
+``is_sibling`` are blocking (an executor or a script).
 """
 
 from __future__ import annotations
@@ -42,7 +42,27 @@ def prepare(run_dir: str) -> str:
 def enable(path: str) -> None:
     """From now on this process's metric values live in ``path`` (call before ``Metrics``)."""
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
-    values.ValueClass = values.MultiProcessValue()  # type: ignore[no-untyped-call]
+    values.ValueClass = values.MultiProcessValue(  # type: ignore[no-untyped-call]
+        process_identifier=process_identifier
+    )
+
+
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def process_identifier() -> int:
+    """This process's id, as prometheus-client's files are named by it. Kept, and renewed
+    by a fork: the client asks for it at every metric update (to notice a fork), and
+    ``os.getpid`` is a system call each time (glibc stopped caching it), nine a GET."""
+    return _pid
 
 
 def forget(path: str, pid: int) -> None:
