@@ -82,7 +82,9 @@ class Config:
     gc_interval: float = 600.0
     """Seconds between orphan-payload sweeps."""
     gc_grace: float = 3600.0
-    """A payload file younger than this is never collected (an in-flight PUT may own it)."""
+    """A payload file younger than this is never collected (an in-flight PUT may own it).
+    It must exceed the longest time between a PUT's promotion and its commit (milliseconds,
+    seconds under heavy load): 0 is safe only while nothing writes."""
     snapshot_every: int = 100_000
     """Journal records between snapshots."""
     snapshot_interval: float = 300.0

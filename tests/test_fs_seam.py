@@ -38,7 +38,8 @@ Exempt, each for a reason:
   user's own files (the trees it copies, its config file), on top of the client.
 - ``service/archive/targets.py``, ``shipper.py``, ``verify.py``: they touch the archive, not
   the data dir, outside the seam only for scratch files (the file lists ``rclone`` reads, the
-  records a prune or a verify fetches from a remote into a temporary directory); the data
+  records a prune or a verify fetches from a remote into a temporary directory, the batch of
+  payloads a restore fetches from a remote before checking each into the data dir); the data
   dir's files they read go through the seam.
 - ``service/archive/restore.py``: ``python -m service restore`` runs with no server, writing a
   new data dir with its own fsyncs and renames before it reports success. Moving it onto the

@@ -38,10 +38,11 @@ Thread-safety: blocking, single-threaded (a command-line tool).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from fsseam import crashpoints
@@ -292,9 +293,14 @@ class _Writes:
 
 
 class _PayloadPlacer:
-    """Copies referenced payloads into the data dir in batches, each checked as written."""
+    """Copies referenced payloads into the data dir in batches, each checked as written.
+
+    A batch is fetched as one (``ArchiveTarget.stream_many``: one ``rclone copy`` for a
+    remote) into a scratch directory beside the data dir, which the target empties again."""
 
     BATCH = 256
+    BATCH_BYTES = 256 * 1024 * 1024
+    """A batch is flushed at this many bytes too (the scratch copy of a remote's batch)."""
 
     def __init__(self, target: ArchiveTarget, writes: _Writes, progress: Progress) -> None:
         self._target = target
@@ -302,6 +308,7 @@ class _PayloadPlacer:
         self._layout = Layout(writes.data_dir)
         self._progress = progress
         self._pending: dict[str, PayloadRef] = {}
+        self._pending_bytes = 0
         self._done: set[str] = set()
         self.placed = 0
         self.quarantined = 0
@@ -310,20 +317,30 @@ class _PayloadPlacer:
     def want(self, ref: PayloadRef) -> None:
         if ref.payload_id in self._done:
             return
-        self._pending[ref.payload_id] = ref
-        if len(self._pending) >= self.BATCH:
+        if ref.payload_id not in self._pending:
+            self._pending[ref.payload_id] = ref
+            self._pending_bytes += ref.size
+        if len(self._pending) >= self.BATCH or self._pending_bytes >= self.BATCH_BYTES:
             self.flush()
 
     def flush(self) -> None:
-        for ref in self._pending.values():
-            self._place(ref)
-            self._done.add(ref.payload_id)
+        refs = {layout.payload_name(ref.payload_id): ref for ref in self._pending.values()}
+        data_dir = self._writes.data_dir.rstrip("/")
+        scratch = os.path.join(
+            os.path.dirname(data_dir), f".{os.path.basename(data_dir)}.archive-fetch"
+        )
+        # Closed at once, also when a payload fails its check: the target empties scratch.
+        with contextlib.closing(self._target.stream_many(list(refs), scratch)) as batch:
+            for name, chunks in batch:
+                ref = refs[name]
+                self._place(ref, chunks)
+                self._done.add(ref.payload_id)
         self._pending.clear()
+        self._pending_bytes = 0
         self._progress(f"payloads placed: {self.placed} ({self.bytes} bytes)")
 
-    def _place(self, ref: PayloadRef) -> None:
+    def _place(self, ref: PayloadRef, chunks: Iterator[bytes]) -> None:
         try:
-            chunks = self._target.stream(layout.payload_name(ref.payload_id))
             first = next(chunks, b"")
         except ArchiveError:
             if not self._lost(ref):

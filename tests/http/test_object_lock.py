@@ -482,13 +482,17 @@ def test_a_batch_adds_locked_versions_and_removes_none(api: httpx.Client, bucket
 def test_the_gc_never_takes_a_locked_version(
     server_factory: Callable[..., ServerProcess], bucket_name: str
 ) -> None:
-    proc = server_factory(SERVICE_GC_INTERVAL="0.2", SERVICE_GC_GRACE="0")
+    # A short grace, not none: the grace is what keeps a PUT's file between its promotion
+    # and its commit (docs/configuration.md); with none, a pass under load could take the
+    # PUT itself before the version exists, which is not what this test is about.
+    proc = server_factory(SERVICE_GC_INTERVAL="0.2", SERVICE_GC_GRACE="0.5")
     with proc.client() as api:
         lock_bucket(api, bucket_name, default_retention={"mode": "compliance", "days": 1})
         version = put(api, bucket_name, "k", b"collected? never")
         api.delete(obj(bucket_name, "k"))
-        time.sleep(1.0)  # several GC passes with no grace
+        time.sleep(1.5)  # several GC passes after the payload is past the grace
         read = api.get(obj(bucket_name, "k"), params={"version_id": version})
+        assert read.status_code == 200, read.text
         assert read.content == b"collected? never"
     proc.stop()
     proc.start()
