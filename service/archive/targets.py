@@ -240,14 +240,19 @@ class RcloneTarget:
             raise ArchiveError(f"rclone {args[0]} failed: {reason}")
         return done.stdout
 
-    def put_files(self, root: str, names: Sequence[str], target_prefix: str = "") -> None:
-        if not names:
-            return
+    def _run_listed(self, names: Sequence[str], command: str, *args: str) -> bytes:
+        """rclone ``command`` over ``names`` only (``--files-from-raw``: one process for a
+        whole batch)."""
         with tempfile.NamedTemporaryFile("w", suffix=".list") as listing:
             listing.write("\n".join(names) + "\n")
             listing.flush()
-            destination = self._where(target_prefix.rstrip("/"))
-            self._run("copy", "--files-from-raw", listing.name, "--no-traverse", root, destination)
+            return self._run(command, "--files-from-raw", listing.name, *args)
+
+    def put_files(self, root: str, names: Sequence[str], target_prefix: str = "") -> None:
+        if not names:
+            return
+        destination = self._where(target_prefix.rstrip("/"))
+        self._run_listed(names, "copy", "--no-traverse", root, destination)
 
     def put_file(self, path: str, name: str) -> None:
         self._run("copyto", path, self._where(name))
@@ -297,13 +302,8 @@ class RcloneTarget:
             return
         os.makedirs(scratch, exist_ok=True)
         try:
-            with tempfile.NamedTemporaryFile("w", suffix=".list") as listing:
-                listing.write("\n".join(names) + "\n")
-                listing.flush()
-                # A name the archive lacks is skipped by rclone (exit 0): found missing below.
-                self._run(
-                    "copy", "--files-from-raw", listing.name, "--no-traverse", self.remote, scratch
-                )
+            # A name the archive lacks is skipped by rclone (exit 0): found missing below.
+            self._run_listed(names, "copy", "--no-traverse", self.remote, scratch)
             for name in names:
                 yield name, _local_chunks(os.path.join(scratch, name), name, self.description)
         finally:
@@ -332,10 +332,7 @@ class RcloneTarget:
         batch = list(names)
         if not batch:
             return
-        with tempfile.NamedTemporaryFile("w", suffix=".list") as listing:
-            listing.write("\n".join(batch) + "\n")
-            listing.flush()
-            self._run("delete", "--files-from-raw", listing.name, self.remote)
+        self._run_listed(batch, "delete", self.remote)
 
 
 def _local_chunks(path: str, name: str, archive: str) -> Iterator[bytes]:
