@@ -52,6 +52,10 @@ log = logging.getLogger("service.procs")
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
 )
+LONG_POLLS = frozenset({"/api/v1/replication/records"})
+"""Routes whose answer the writer may hold back for a while (a standby's long poll): a
+stopping worker does not wait for them as for a request; it ends them with its streams, and
+the standby asks again (another process, or this service once it is back)."""
 STREAM_SECONDS = 7 * 24 * 3600.0
 """An event stream may stay open this long through a worker."""
 FORWARDED = " (forwarded)"
@@ -151,11 +155,14 @@ class ForwardHandler(ApiHandler):
         self.route_name = forwarded_route(route)
         self._forwarder = forwarder
         self._streaming = False
+        self._long_poll = route in LONG_POLLS
         self._gone = False
         self.upstream: tornado.iostream.IOStream | None = None
 
     async def prepare(self) -> None:
         request = self.request
+        if self._long_poll:
+            self._held_open()
         if request.method in BODYLESS_METHODS:
             self.set_max_body_size(0)
         headers = tornado.httputil.HTTPHeaders()
@@ -211,8 +218,13 @@ class ForwardHandler(ApiHandler):
                 self.add_header(name.strip(), value.strip())
                 if name.strip().lower() == "content-type" and "event-stream" in value:
                     self._streaming = True
-                    self.ctx.requests_in_flight.discard(self)  # a stream never ends by itself
-                    self.ctx.streams.opened(self)  # a stop waits for it to end cleanly
+                    self._held_open()
+
+    def _held_open(self) -> None:
+        """This request stays open for as long as the writer likes (an event stream, a
+        long poll): a stop does not wait for it as for a request, but ends it."""
+        self.ctx.requests_in_flight.discard(self)
+        self.ctx.streams.opened(self)  # a stop waits for it to end cleanly
 
     def _on_chunk(self, chunk: bytes) -> None:
         if self._gone or self._finished:
