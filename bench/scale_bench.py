@@ -6,8 +6,9 @@ last returned, in balanced mode, so group commit batches them and no fsync is pa
 batch; the payload ids name no file and no payload is written: HEAD and listings read
 metadata only, and the disk holds only metadata). Then, over HTTP, for this tree (object
 versions in the LMDB index) and, up to ``ANCHOR_LIMIT`` objects, for the in-memory design
-(the tree at ``ANCHOR_COMMIT``, extracted with ``git archive``; it reads the same journal
-and ignores the index), on the same data dir, one after the other:
+(the tree at ``ANCHOR_COMMIT``, extracted with ``git archive``, on a data dir of the same N
+objects that its own engine committed, ``bench/scale_anchor_populate.py``: it cannot read
+this tree's snapshots), one after the other:
 
 - start -> healthy after a clean stop, and after a SIGKILL;
 - RSS and anonymous RSS after start (``/proc/<pid>/status`` VmRSS, RssAnon);
@@ -60,6 +61,14 @@ import httpx
 
 from bench import REPO, Profile, Row, scratch_dir
 from bench.loadgen import LoadSpec, basic_auth, run_load
+from bench.scale_objects import (
+    BUCKET,
+    CONCURRENT_COMMITS,
+    POPULATE_SETTINGS,
+    bucket_fields,
+    object_fields,
+    object_key,
+)
 from service.config import Config
 from service.engine.core import Engine
 from service.engine.journaled import JournalCommitter, journaled_engine
@@ -76,18 +85,12 @@ ANCHOR_LIMIT = 1_000_000
 tens of seconds per start: 13 GB at 10 M); above it the empty data dir is the anchor."""
 MARKER = "scale-bench.json"
 """In a kept directory: its N and how long its populate took (``--keep``/``--reuse``)."""
-CONCURRENT_COMMITS = 2048
-BUCKET = "scale"
 REBUILD_TIMEOUT = 3600.0
 """Seconds a start that rebuilds the index may take (10 M objects on a busy machine)."""
 PAGE_REPEATS = 10
 """Requests of each listing page measured."""
 PROBE_KEY = "probe-4k"
 """A real 4 KiB object (the populated ones name no payload file) for the GET load."""
-
-
-def object_key(index: int) -> str:
-    return f"d{index // 1000:05d}/f{index % 1000:03d}.jpg"
 
 
 async def _populate(data_dir: str, count: int) -> None:
@@ -104,35 +107,14 @@ async def _populate(data_dir: str, count: int) -> None:
     engine, journal = _engine(data_dir)
     await engine.start()
     await engine.commit(
-        records.bucket_created(
-            name=BUCKET,
-            owner="u_bench",
-            quota_bytes=None,
-            versioning_enabled=False,
-            tags={},
-            at=1,
-            bucket_id=legacy_bucket_id(BUCKET, 1),  # any well-shaped identity will do
-        )
+        # Any well-shaped identity will do.
+        records.bucket_created(**bucket_fields(), bucket_id=legacy_bucket_id(BUCKET, 1))
     )
     numbers = iter(range(count))
 
     async def committer() -> None:
         for i in numbers:
-            await engine.commit(
-                records.object_stored(
-                    bucket=BUCKET,
-                    key=object_key(i),
-                    payload_id=f"{i:032x}",
-                    size=4096,
-                    content_type="image/jpeg",
-                    sha256=f"{i:064x}",
-                    custom_metadata={},
-                    version_token=f"v{i}",
-                    if_none_match=False,
-                    if_match=None,
-                    at=1_790_000_000_000 + i,
-                )
-            )
+            await engine.commit(records.object_stored(**object_fields(i)))
 
     thresholds = gc.get_threshold()
     gc.set_threshold(100_000, 50, 100)
@@ -144,16 +126,27 @@ async def _populate(data_dir: str, count: int) -> None:
     await engine.stop()
 
 
+def _anchor_data_dir(anchor: Path, scratch: str, count: int) -> Path:
+    """A data dir of ``count`` objects populated by the in-memory design's own engine
+    (``bench/scale_anchor_populate.py``: it cannot read this tree's snapshots)."""
+    data_dir = Path(scratch) / "in-memory-data"
+    subprocess.run(
+        [
+            sys.executable,
+            str(Path(REPO) / "bench" / "scale_anchor_populate.py"),
+            str(data_dir),
+            str(count),
+        ],
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(anchor)},
+        capture_output=True,
+    )
+    return data_dir
+
+
 def _engine(data_dir: str) -> tuple[Engine, JournalCommitter]:
     """The populate's engine: balanced, no GC pass and no snapshot of its own accord."""
-    config = Config(
-        data_dir=data_dir,
-        durability="balanced",
-        gc_interval=1e9,
-        snapshot_interval=1e9,
-        snapshot_every=10**9,
-    )
-    return journaled_engine(config)
+    return journaled_engine(Config(data_dir=data_dir, **POPULATE_SETTINGS))
 
 
 async def _snapshot(data_dir: str) -> None:
@@ -397,7 +390,9 @@ def run(profile: Profile, scale: ScaleOptions | None = None) -> list[Row]:
                 capture_output=True,
             ).stdout
             subprocess.run(["tar", "-x", "-C", str(anchor)], input=archive, check=True)
-            theirs = measure(anchor, data_dir, count, profile.load_seconds)
+            theirs = measure(
+                anchor, _anchor_data_dir(anchor, scratch, count), count, profile.load_seconds
+            )
     rows: list[Row] = [
         {
             "measurement": f"populate {count:,} objects ({populated_by})",
