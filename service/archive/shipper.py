@@ -271,6 +271,8 @@ class Archiver:
             )
         end = state.end
         durable = await self._source.durable()
+        if end is not None and end <= durable:
+            await self._run_blocking(self._check_same_history, state, end)
         if end is not None and end > durable:
             raise ArchiveError(
                 f"the archive {self.target.description} is ahead of this data dir (record "
@@ -296,6 +298,25 @@ class Archiver:
         if self._on_begun is not None:
             await self._on_begun(self.archived_sequence + 1, durable)
         self._started = True
+
+    def _check_same_history(self, state: ArchiveState, end: int) -> None:
+        """Refuse an archive whose last record is not this journal's record of the same
+        sequence: another server's history (a second primary pointed at the same place), to
+        which this one's records must never be appended. Where this journal no longer holds
+        that record (a snapshot covered it), there is nothing to compare. Blocking."""
+        try:
+            mine = self._tail.read(end, end)
+        except RecordsGoneError:
+            return
+        holder = next((each for each in state.records if each.last == end), None)
+        if not mine or mine[0].sequence != end or holder is None:
+            return  # (an archive that ends at its base snapshot: no record to compare)
+        if not self.target.read(holder.name).endswith(mine[0].frame):
+            raise ArchiveError(
+                f"{self.target.description} holds another history: its record {end} is not "
+                "this server's record of that sequence (another primary archives there); "
+                "point SERVICE_ARCHIVE elsewhere"
+            )
 
     async def _can_follow(self, end: int, durable: int) -> bool:
         if end >= durable:

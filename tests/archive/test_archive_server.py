@@ -137,3 +137,60 @@ def test_restore_and_verify_fail_in_one_line(tmp_path: Path) -> None:
     assert refused.stderr.startswith("service: ") and refused.stderr.count("\n") == 1
     bad = cli("restore", "--archive", "x", "--data-dir", "y", "--to-sequence", "\uff11\uff12")
     assert bad.returncode == 2 and "not a record sequence" in bad.stderr
+
+
+def archive_status(client: httpx.Client) -> dict[str, object]:
+    archive: dict[str, object] = client.get("/replication").json()["archive"]
+    return archive
+
+
+def archived_records(archive: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in (archive / "records").iterdir()}
+
+
+def test_an_archive_of_another_history_is_refused_and_left_alone(tmp_path: Path) -> None:
+    """Two primaries pointed at one archive: the second must never append its records
+    after the first's (a restore would replay them onto the other's state). The first,
+    started again, goes on with its own archive."""
+    archive = tmp_path / "archive"
+    first = ServerProcess(tmp_path / "first", env_overrides={"SERVICE_ARCHIVE": str(archive)})
+    first.start()
+    try:
+        with first.client() as client:
+            assert client.post("/buckets", json={"name": "mine"}).status_code == 201
+            for n in range(3):
+                assert client.put(f"/buckets/mine/objects/k{n}", content=b"x" * n).is_success
+            wait_archived(client)
+    finally:
+        assert first.stop() == 0
+    before = archived_records(archive)
+
+    second = ServerProcess(tmp_path / "second", env_overrides={"SERVICE_ARCHIVE": str(archive)})
+    second.start()
+    try:
+        with second.client() as client:
+            assert client.post("/buckets", json={"name": "theirs"}).status_code == 201
+            for n in range(40):  # past the first's end, so it could have "followed" it
+                assert client.put(f"/buckets/theirs/objects/k{n}", content=b"y").is_success
+            deadline = time.monotonic() + 30
+            while "another history" not in str(archive_status(client)["last_error"]):
+                assert time.monotonic() < deadline, archive_status(client)
+                time.sleep(0.2)
+            assert client.get("/buckets/theirs/objects/k1").content == b"y"  # it serves
+    finally:
+        assert second.stop() == 0
+    assert archived_records(archive) == before
+
+    first.start()
+    try:
+        with first.client() as client:
+            assert client.put("/buckets/mine/objects/more", content=b"z").is_success
+            wait_archived(client)  # no error: its own history goes on
+    finally:
+        first.stop()
+    assert verify_ok(archive)
+
+
+def verify_ok(archive: Path) -> bool:
+    verified = cli("archive", "verify", "--archive", str(archive))
+    return verified.returncode == 0
