@@ -85,8 +85,8 @@ class _Batch(list[RawRecord]):
         self.refs.extend(later.refs)
         self.inline.update(later.inline)
 
-    @property
-    def bytes(self) -> int:
+    def size(self) -> int:
+        """Its frames' and inline payloads' bytes."""
         return sum(len(record.frame) for record in self) + sum(map(len, self.inline.values()))
 
 
@@ -104,10 +104,13 @@ class _Pending:
 
     def __init__(self) -> None:
         self.batch: _Batch | None = None
+        self.bytes = 0
+        """``batch``'s size (each answer's counted once, as it joins)."""
         self.failure: BaseException | None = None
         self.changed = asyncio.Event()
 
     def add(self, batch: _Batch) -> None:
+        self.bytes += batch.size()
         if self.batch is None:
             self.batch = batch
         else:
@@ -120,7 +123,7 @@ class _Pending:
 
     async def room(self) -> None:
         """Wait while what is pending is over ``MAX_PENDING_BYTES``."""
-        while self.batch is not None and self.batch.bytes > MAX_PENDING_BYTES:
+        while self.bytes > MAX_PENDING_BYTES:
             self.changed.clear()
             await self.changed.wait()
 
@@ -132,7 +135,7 @@ class _Pending:
                 raise self.failure
             self.changed.clear()
             await self.changed.wait()
-        batch, self.batch = self.batch, None
+        batch, self.batch, self.bytes = self.batch, None, 0
         self.changed.set()  # room for the receiver
         return batch
 
