@@ -58,6 +58,7 @@ from service.http.multipart_handlers import (
 from service.http.notification_handlers import BucketNotificationsHandler
 from service.http.object_handlers import ObjectHandler
 from service.http.object_reads import ObjectReadRouter, direct_reads, resolve_object_read
+from service.http.object_writes import SmallPut, takes_small_put
 from service.http.openapi_handlers import DocsHandler, OpenApiHandler
 from service.http.preflight import ROUTE as PREFLIGHT_ROUTE
 from service.http.preflight import PreflightRouter
@@ -193,7 +194,8 @@ def direct_object_routes(
     app: tornado.web.Application, ctx: AppContext, before: Callable[[], None] | None = None
 ) -> Callable[[H1Exchange], HTTPMessageDelegate | None]:
     """The connection's shortcut to the object route (``object_reads.direct_reads``): GET
-    and HEAD to ``ObjectRead``, PUT and DELETE to ``app``'s delegate of ``ObjectHandler``;
+    and HEAD to ``ObjectRead``, a small PUT to ``SmallPut`` (``object_writes``), other PUTs
+    and DELETE to ``app``'s delegate of ``ObjectHandler``;
     the same answer as through the application's routing, without it. ``OBJECT_READ``
     leaves out the lock routes (which come before ``OBJECT`` in ``handler_table``), so a
     path it matches is routed to ``OBJECT`` by the rule list too."""
@@ -201,6 +203,8 @@ def direct_object_routes(
     def write_delegate(
         request: HTTPServerRequest, arguments: dict[str, Any]
     ) -> HTTPMessageDelegate:
+        if takes_small_put(ctx, request):
+            return SmallPut(ctx, request, arguments)
         return app.get_handler_delegate(
             request, ObjectHandler, {"ctx": ctx}, path_args=[], path_kwargs=arguments
         )

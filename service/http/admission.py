@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from tornado.httputil import HTTPServerRequest
 
+from service.auth import Principal
 from service.common.api_errors import ApiError
 from service.http.h1_exchange import H1Exchange
 from service.limits.fair_slots import SlotsFull
@@ -68,6 +69,17 @@ async def wait_while_connected(request: HTTPServerRequest, waiting: Awaitable[T]
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, SlotsFull):
                 await task
+
+
+def slot_owner(principal: Principal | None) -> str:
+    """Whose per-user caps a request counts against: its principal's user; a media fleet
+    job token's own job (as its open sessions do, ``job_credentials``: a busy fleet neither
+    waits for its owner's uploads nor makes them wait)."""
+    if principal is None:
+        return "-"
+    if principal.via == "job":
+        return "job:" + principal.credential_id.partition("#")[0]
+    return principal.user_id
 
 
 def slots_refusal(full: SlotsFull) -> ApiError:

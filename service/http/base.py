@@ -26,7 +26,7 @@ from service.auth import Action, Principal, Resource, Scope, authorize
 from service.common.api_errors import ApiError, ServiceError
 from service.common.wire import HEADER_REQUEST_ID
 from service.context import AppContext
-from service.http.admission import ClientGone, slots_refusal, wait_while_connected
+from service.http.admission import ClientGone, slot_owner, slots_refusal, wait_while_connected
 from service.http.audit_hook import AuditedAnswer
 from service.http.authn import authenticate
 from service.http.cross_site import cross_site_refusal
@@ -190,15 +190,8 @@ class ApiHandler(AuditedAnswer, tornado.web.RequestHandler):
     # -- upload and stream slots -------------------------------------------------------
 
     def slot_owner(self) -> str:
-        """Whose per-user caps this request counts against: its principal's user; a media
-        fleet job token's own job (as its open sessions do, ``job_credentials``: a busy
-        fleet neither waits for its owner's uploads nor makes them wait)."""
-        principal: Principal | None = getattr(self, "principal", None)
-        if principal is None:
-            return "-"
-        if principal.via == "job":
-            return "job:" + principal.credential_id.partition("#")[0]
-        return principal.user_id
+        """Whose per-user caps this request counts against (``admission.slot_owner``)."""
+        return slot_owner(getattr(self, "principal", None))
 
     async def wait_for_slot(self, waiting: Awaitable[None]) -> None:
         """Wait for a slot before the body is read (``service.http.admission``): 429 or 503

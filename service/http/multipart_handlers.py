@@ -20,7 +20,7 @@ from service.common.wire import (
 from service.http.base import ApiHandler, Home
 from service.http.bucket_handlers import decode_cursor, encode_cursor, parse_limit
 from service.http.job_credentials import job_uploads_held
-from service.http.object_handlers import parse_expected_sha256
+from service.http.put_request import parse_expected_sha256
 from service.http.render import object_json
 from service.http.streaming import StreamingBodyHandler
 from service.limits.caps import MAX_OPEN_UPLOADS_PER_USER

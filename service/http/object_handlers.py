@@ -11,84 +11,27 @@ Thread-safety: event-loop thread only.
 
 from __future__ import annotations
 
-import re
 import time
-from typing import Any
 
 from fsseam import crashpoints
 from service.auth import Action, Principal
-from service.common.api_errors import ApiError
-from service.common.header_fields import (
-    content_type_problem,
-    decode_header_value,
-    guess_content_type,
-    validate_custom_metadata,
-)
-from service.common.numbers import MAX_DIGITS, require_int
-from service.common.wire import (
-    HEADER_CHECKSUM_SHA256,
-    HEADER_META_PREFIX,
-    HEADER_VERSION_ID,
-    NULL_VERSION_ID,
-    QUERY_VERSION_ID,
-)
+from service.common.wire import QUERY_VERSION_ID
 from service.http.authn import is_presigned, presigned_principal
-from service.http.render import object_json
+from service.http.put_request import (
+    kept_in_memory,
+    put_answer,
+    read_put_intent,
+    record_put_stages,
+)
+from service.http.request_contract import JSON_TYPE
 from service.http.streaming import StreamingBodyHandler
 from service.ops.objects import (
-    SMALL_PUT_BYTES,
     PutIntent,
     delete_object,
     precheck_put,
     store_object,
     store_small_object,
 )
-
-_SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
-_META_PREFIX = HEADER_META_PREFIX.lower()
-MAX_CONTENT_LENGTH = 10**MAX_DIGITS - 1
-
-
-def parse_custom_metadata(headers: Any) -> dict[str, str]:
-    """``X-Meta-<name>: <value>`` headers as checked metadata with lowercase names; values
-    may be RFC 2047 encoded words or raw UTF-8 (``service.common.header_fields``)."""
-    metadata: dict[str, str] = {}
-    for name, value in headers.get_all():
-        lowered = name.lower()
-        if lowered.startswith(_META_PREFIX) and len(lowered) > len(_META_PREFIX):
-            field = lowered[len(_META_PREFIX) :]
-            metadata[field] = decode_header_value(value, f"metadata value of {field!r}")
-    return validate_custom_metadata(metadata)
-
-
-def put_content_type(headers: Any, key: str) -> str:
-    """The PUT's ``Content-Type`` (checked), or the type guessed from the key's extension."""
-    declared = headers.get("Content-Type")
-    if not declared:
-        return guess_content_type(key)
-    problem = content_type_problem(declared)
-    if problem:
-        raise ApiError("InvalidArgument", problem)
-    return str(declared)
-
-
-def parse_if_match(value: str | None) -> str | None:
-    """The hex etag of an ``If-Match: "<etag>"`` header (None when absent)."""
-    if value is None:
-        return None
-    tag = value.strip()
-    if tag.startswith('"') and tag.endswith('"') and len(tag) >= 2:
-        return tag[1:-1]
-    raise ApiError("InvalidArgument", 'If-Match must be a quoted ETag: "<hex>"')
-
-
-def parse_expected_sha256(value: str | None) -> str | None:
-    if value is None:
-        return None
-    digest = value.strip().lower()
-    if not _SHA256_HEX.match(digest):
-        raise ApiError("InvalidArgument", "X-Checksum-Sha256 must be 64 hex characters")
-    return digest
 
 
 class ObjectHandler(StreamingBodyHandler):
@@ -130,34 +73,11 @@ class ObjectHandler(StreamingBodyHandler):
     async def prepare_put(self) -> None:
         ctx = self.ctx
         headers = self.request.headers
-        length_header = headers.get("Content-Length")
-        content_length = None
-        if length_header is not None:
-            content_length = require_int(length_header, "Content-Length", 0, MAX_CONTENT_LENGTH)
-            if content_length > ctx.config.max_object_bytes:
-                raise ApiError("EntityTooLarge", "the object is larger than the server accepts")
-        if_none_match = headers.get("If-None-Match")
-        if if_none_match is not None and if_none_match.strip() != "*":
-            raise ApiError("InvalidArgument", "a PUT supports only If-None-Match: *")
-        intent = PutIntent(
-            bucket=self.bucket_name,
-            key=self.key,
-            content_type=put_content_type(headers, self.key),
-            custom_metadata=parse_custom_metadata(headers),
-            if_none_match=if_none_match is not None,
-            if_match=parse_if_match(headers.get("If-Match")),
-            expected_sha256=parse_expected_sha256(headers.get(HEADER_CHECKSUM_SHA256)),
-            content_length=content_length,
-        )
+        intent = read_put_intent(headers, self.bucket_name, self.key, ctx.config.max_object_bytes)
         self.authorize(Action.OBJECT_WRITE, bucket=self.bucket_name)
         room = precheck_put(ctx.engine, intent)
         self.intent = intent
-        small = (
-            content_length is not None
-            and content_length <= SMALL_PUT_BYTES
-            and "Transfer-Encoding" not in headers
-        )
-        await self.begin_body(room, buffered=small)
+        await self.begin_body(room, buffered=kept_in_memory(intent, headers))
 
     async def put(self, bucket: str, key: str) -> None:
         if not self.body_pending() or self.intent is None:
@@ -172,17 +92,14 @@ class ObjectHandler(StreamingBodyHandler):
             stage_write = time.perf_counter() - self.body_started
             version, timings = await store_small_object(self.ctx.engine, self.intent, body)
         total = time.perf_counter() - self.body_started
-        self.ctx.performance.record_put(
-            size, stage_write, flush, timings.promote, timings.journal_commit, total
-        )
-        self.ctx.metrics.observe_put_stages(
-            stage_write, flush, timings.promote, timings.journal_commit, total
-        )
+        record_put_stages(self.ctx, size, stage_write, flush, timings, total)
         crashpoints.hit("put.before_response")
-        self.set_header("ETag", f'"{version.sha256}"')
-        self.set_header(HEADER_CHECKSUM_SHA256, version.sha256)
-        self.set_header(HEADER_VERSION_ID, version.version_id or NULL_VERSION_ID)
-        self.send_json(200, object_json(version))
+        headers, body_out = put_answer(version)
+        for name, value in headers:
+            self.set_header(name, value)
+        self.set_status(200)
+        self.set_header("Content-Type", JSON_TYPE)
+        self.finish(body_out)
 
     def version_id_argument(self) -> str | None:
         return self.get_query_argument(QUERY_VERSION_ID, None)

@@ -357,7 +357,10 @@ class Plan:
     index; fewer than four rotate, so each fault still meets every ``4 / n``-th index."""
     second_crash: bool = True
     every_k: int = 1
-    """Test every k-th file operation index (1: all of them)."""
+    """Test every k-th file operation index (1: all of them), from ``first_index``."""
+    first_index: int = 0
+    """Where a sparse run starts (below ``every_k``): chosen at random per run and printed,
+    so that successive runs cover every index between them."""
 
 
 FAULTS = ((errno.EIO, False), (errno.ENOSPC, True), (errno.EIO, True), (errno.ENOSPC, False))
@@ -550,7 +553,7 @@ async def run_kind(kind: Kind, plan: Plan) -> Tally:
     tally = Tally()
     dry = await dry_run(kind, plan)
     tally.operations = dry.operations
-    for k in range(0, dry.operations + 1, plan.every_k):
+    for k in range(plan.first_index, dry.operations + 1, plan.every_k):
         await crash_scenario(kind, plan, tally, k=k, point=None)
         for index in range(plan.errno_faults):
             code, persistent = FAULTS[(k * plan.errno_faults + index) % len(FAULTS)]

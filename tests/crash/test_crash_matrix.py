@@ -10,6 +10,8 @@ random images per crash.
 from __future__ import annotations
 
 import asyncio
+import os
+import random
 from collections import Counter
 from collections.abc import Callable
 
@@ -45,9 +47,20 @@ BALANCED_FAST = (
 )
 FAST = [(name, "strict") for name in KINDS] + [(name, "balanced") for name in BALANCED_FAST]
 SLOW = [(name, mode) for mode in ("strict", "balanced") for name in KINDS]
-SPARSE = {"scrub": 4}
-"""Kinds made of many alike file operations (a scrub checkpoint per version): the fast run
-crashes at every n-th index (and still at every sync and crash point); the slow run at all."""
+SPARSE = {
+    "scrub": 4,
+    "recovery": 2,
+    "archive_ship": 2,
+    "archive_snapshot": 2,
+    "upload_complete_joined": 2,
+    "audit_shared": 2,
+    "audit_peer_recovery": 2,
+    "batch_fsync": 2,
+}
+"""Kinds made of many alike file operations (a scrub checkpoint per version, a copy per
+payload or segment) or the longest to run: the fast run crashes at every n-th index, from
+a first index drawn per run (``CRASH_SEED`` replays it), and still at every sync and crash
+point; the slow run at all of them."""
 
 EXPECTED_POINTS: dict[str, frozenset[str]] = {
     "put": frozenset(
@@ -181,12 +194,16 @@ def _check(kind: str, durability: str, plan: Plan, record_property: Callable[...
 def test_no_crash_state_breaks_the_durability_claims(
     kind: str, durability: str, record_property: Callable[..., None]
 ) -> None:
+    every_k = SPARSE.get(kind, 1)
+    seed = int(os.environ.get("CRASH_SEED") or random.SystemRandom().getrandbits(32))
     plan = Plan(
         durability,  # type: ignore[arg-type]
         errno_faults=2,
         errno_modes=("lose_unsynced",),
-        every_k=SPARSE.get(kind, 1),
+        every_k=every_k,
+        first_index=random.Random(seed).randrange(every_k),
     )
+    print(f"{kind}/{durability}: every {every_k} index from {plan.first_index} (seed {seed})")
     _check(kind, durability, plan, record_property)
 
 

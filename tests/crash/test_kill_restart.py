@@ -27,7 +27,7 @@ from tests.crash.killkit import KillKit
 from tests.crash.killplan import UNREACHABLE, coverage_plan, reachable_points, soak_cycle
 from tests.crash.points import all_crash_points
 
-FAST_RANDOM_KILLS = 8
+FAST_RANDOM_KILLS = 4
 FAST_RETRIES = 2
 SOAK_CYCLES = int(os.environ.get("SOAK_CYCLES", "1000"))
 SOAK_KILL_DELAY = (0.03, 1.0)
