@@ -185,11 +185,6 @@ class WebhookDispatcher:
     async def start(self) -> None:
         """Load the checkpoint and start a worker per webhook (and the housekeeping)."""
         await self.load()
-        # No redirects (one could lead inside) and no proxy from the environment: the POST
-        # goes to the address the target check pinned.
-        self._client = httpx.AsyncClient(
-            timeout=self._config.webhook_timeout, follow_redirects=False, trust_env=False
-        )
         self._engine.events.hold = self.hold
         self._engine.events.listeners.append(self._count_new)
         self._reconcile()
@@ -369,15 +364,34 @@ class WebhookDispatcher:
         finally:
             self._posting.discard(worker)
 
+    async def _http(self) -> httpx.AsyncClient:
+        """The client of every delivery, made at the first one, on a thread: its TLS context
+        costs about 0.1 s of CPU, which a server with no webhook should not pay at its
+        start, nor its event loop at a delivery."""
+        if self._client is None:
+            client = await asyncio.to_thread(self._new_client)
+            if self._client is None:
+                self._client = client
+            else:  # another worker's came first
+                await client.aclose()
+        return self._client
+
+    def _new_client(self) -> httpx.AsyncClient:
+        # No redirects (one could lead inside) and no proxy from the environment: the POST
+        # goes to the address the target check pinned.
+        return httpx.AsyncClient(
+            timeout=self._config.webhook_timeout, follow_redirects=False, trust_env=False
+        )
+
     async def _post(self, url: str, body: bytes, headers: dict[str, str]) -> str | None:
         """None when the receiver acknowledged, else what went wrong (never raises)."""
-        assert self._client is not None
         try:
             target = await self._targets.pin(url)
         except TargetRefused as exc:
             return f"refused: {exc}"
+        client = await self._http()
         try:
-            response = await self._client.post(
+            response = await client.post(
                 target.url,
                 content=body,
                 headers={**headers, "Host": target.host_header},
