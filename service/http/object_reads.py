@@ -50,6 +50,7 @@ from service.context import AppContext
 from service.http.audit_hook import failed
 from service.http.authn import authenticate, is_presigned, presigned_principal
 from service.http.base import authorize_action
+from service.http.direct_answer import DirectAnswer
 from service.http.file_body import send_file_body
 from service.http.h1_exchange import H1Exchange
 from service.http.read_plan import ReadPlan, plan_read
@@ -207,7 +208,7 @@ def direct_reads(
     return direct
 
 
-class ObjectRead(HTTPMessageDelegate):
+class ObjectRead(DirectAnswer):
     """One GET or HEAD: resolve, plan, write the answer, then count and log it."""
 
     def __init__(
@@ -254,29 +255,6 @@ class ObjectRead(HTTPMessageDelegate):
 
     def on_connection_close(self) -> None:
         """Nothing to release: a closed stream ends the answer at its next write."""
-
-    async def answer_later(self, rest: Coroutine[Any, Any, None]) -> None:
-        try:
-            await rest
-        except Exception as error:
-            refusal = self.fail(error)
-            if refusal is not None:
-                await refusal
-        finally:
-            self.done()
-
-    def fail(self, error: Exception) -> Coroutine[Any, Any, None] | None:
-        """Answer a refusal in the contract's shape; log anything unexpected. What is left
-        to await when the refusal's audit record must be on disk first."""
-        if isinstance(error, ServiceError):
-            return self.send_error(error)
-        if isinstance(error, StreamClosedError):
-            return None
-        log.error("request %s failed", self.request_id, exc_info=error)
-        if self.status == 0:
-            return self.send_error(ApiError("InternalError", "internal error"))
-        self.connection.close()
-        return None
 
     def done(self) -> None:
         record_finished(

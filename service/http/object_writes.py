@@ -30,7 +30,6 @@ from typing import Any
 
 from tornado.httputil import (
     HTTPHeaders,
-    HTTPMessageDelegate,
     HTTPServerRequest,
     RequestStartLine,
     ResponseStartLine,
@@ -47,6 +46,7 @@ from service.http.audit_hook import failed
 from service.http.authn import authenticate
 from service.http.base import authorize_action
 from service.http.cross_site import cross_site_refusal
+from service.http.direct_answer import DirectAnswer
 from service.http.eager import start_eagerly
 from service.http.h1_exchange import H1Exchange
 from service.http.object_reads import path_argument
@@ -84,7 +84,7 @@ def takes_small_put(ctx: AppContext, request: HTTPServerRequest) -> bool:
     return "Transfer-Encoding" not in headers and "Expect" not in headers
 
 
-class SmallPut(HTTPMessageDelegate):
+class SmallPut(DirectAnswer):
     """One small PUT: checked at its head, stored at its end, answered, counted."""
 
     route_name = "/api/v1/buckets/{bucket}/objects/{key}"
@@ -227,16 +227,6 @@ class SmallPut(HTTPMessageDelegate):
         self.release_slot()  # as ``take_buffered_body`` gives it back before the store
         return self.store(intent, chunks[0] if len(chunks) == 1 else b"".join(chunks))
 
-    async def answer_later(self, rest: Coroutine[Any, Any, None]) -> None:
-        try:
-            await rest
-        except Exception as error:
-            refusal = self.fail(error)
-            if refusal is not None:
-                await refusal
-        finally:
-            self.done()
-
     async def store(self, intent: PutIntent, body: bytes) -> None:
         ctx = self.ctx
         stage_write = time.perf_counter() - self.body_started
@@ -249,19 +239,6 @@ class SmallPut(HTTPMessageDelegate):
         rest = self.respond(200, [("Content-Type", JSON_TYPE), *headers], answer)
         if rest is not None:
             await rest
-
-    def fail(self, error: Exception) -> Coroutine[Any, Any, None] | None:
-        """Answer a refusal in the contract's shape; log anything unexpected. What is left
-        to await when the refusal's audit record must be on disk first."""
-        if isinstance(error, ServiceError):
-            return self.send_error(error)
-        if isinstance(error, StreamClosedError):
-            return None
-        log.error("request %s failed", self.request_id, exc_info=error)
-        if self.status == 0:
-            return self.send_error(ApiError("InternalError", "internal error"))
-        self.connection.close()
-        return None
 
     def send_error(self, error: ServiceError) -> Coroutine[Any, Any, None] | None:
         self.version_id = None
